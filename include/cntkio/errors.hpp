@@ -1,0 +1,96 @@
+// cntkio exception types.
+//
+// Every error cntkio raises derives from cntkio::Error (itself a std::runtime_error), so a caller that only
+// wants "did it work" catches one type. The subclasses carry structured location data so that tools (the
+// CLI, the Python module) can present it, and what() always holds a complete, human-readable message.
+//
+// Where CNTK raised an exception whose text users (and CNTK's own tests) match on, cntk_text() returns that
+// text unchanged and what() is the same text followed by cntkio's location details.
+//
+// Thread-safety: exception objects are immutable after construction.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace cntkio {
+
+/// Base class of every cntkio exception.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message), cntk_text_(message) {}
+  /// `cntk_text` is the text CNTK used for this condition; `details` is appended to it in what().
+  Error(const std::string& cntk_text, const std::string& details)
+      : std::runtime_error(details.empty() ? cntk_text : cntk_text + " " + details), cntk_text_(cntk_text) {}
+
+  /// The message without cntkio's added location details (equals CNTK's text where CNTK had one).
+  const std::string& cntk_text() const noexcept { return cntk_text_; }
+
+ private:
+  std::string cntk_text_;
+};
+
+/// Where in an input file something went wrong. Unknown fields stay empty.
+struct SourceLocation {
+  std::string file;                    ///< path as configured
+  std::optional<uint64_t> line;        ///< 1-based line number
+  std::optional<uint64_t> column;      ///< 1-based column (bytes)
+  std::optional<uint64_t> byte_offset; ///< 0-based byte offset in the file
+  std::string stream;                  ///< stream name, if the error concerns one stream
+  std::string sequence_key;            ///< sequence key, if known
+
+  /// "file 'x.txt', line 3, column 7 (byte offset 41), stream 'features', sequence 12"
+  std::string describe() const;
+};
+
+/// Malformed input data (text or binary formats).
+class FormatError : public Error {
+ public:
+  FormatError(const std::string& cntk_text, SourceLocation location)
+      : Error(cntk_text, location.describe()), location_(std::move(location)) {}
+  const SourceLocation& location() const noexcept { return location_; }
+
+ private:
+  SourceLocation location_;
+};
+
+/// A malformed or inconsistent configuration.
+class ConfigError : public Error {
+ public:
+  /// `key_path` like "Simple.reader.input.features.dim"; `file`, `line`, `column` locate the text if known.
+  ConfigError(const std::string& message, std::string key_path = {}, std::string file = {}, uint64_t line = 0,
+              uint64_t column = 0);
+  const std::string& key_path() const noexcept { return key_path_; }
+  const std::string& file() const noexcept { return file_; }
+  uint64_t line() const noexcept { return line_; }      ///< 1-based, 0 if unknown
+  uint64_t column() const noexcept { return column_; }  ///< 1-based, 0 if unknown
+
+ private:
+  std::string key_path_;
+  std::string file_;
+  uint64_t line_;
+  uint64_t column_;
+};
+
+/// Failure of the operating system to open, read or write a file.
+class IoError : public Error {
+ public:
+  /// `what` says what was attempted ("cannot open"), `error_number` is errno (0 if none).
+  IoError(const std::string& what, const std::string& path, int error_number);
+  const std::string& path() const noexcept { return path_; }
+  int error_number() const noexcept { return errno_; }
+
+ private:
+  std::string path_;
+  int errno_;
+};
+
+/// A request the library cannot satisfy with the given arguments (bad options, API misuse).
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace cntkio
