@@ -1,0 +1,42 @@
+// The Deserializer interface: turns files into chunks of sequences of samples, one or more streams each.
+//
+// Contract (CNTK's): chunk_infos() describes all chunks in file order; sequence_infos_for_chunk(c) lists the
+// sequences of chunk c; load_chunk(c) parses chunk c and returns it (it may be called again for the same
+// chunk after it was released, and must return the same data). Scheduling lengths (SequenceInfo and
+// ChunkInfo sample counts) come from the index, not from the parsed data.
+//
+// Thread-safety: describe methods are const and safe to call concurrently once constructed. load_chunk may
+// be called concurrently for different chunks unless an implementation documents otherwise.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cntkio/sequence.hpp"
+#include "cntkio/stream.hpp"
+
+namespace cntkio {
+
+class Deserializer {
+ public:
+  virtual ~Deserializer() = default;
+
+  /// The streams this deserializer produces, ids 0..n-1 in order.
+  virtual const std::vector<StreamInfo>& streams() const = 0;
+  /// All chunks, in id order.
+  virtual std::vector<ChunkInfo> chunk_infos() const = 0;
+  /// The sequences of chunk `chunk_id`, appended to `out` in index order.
+  virtual void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const = 0;
+  /// Secondary lookup by key (composite readers): the description of the sequence with `key`, if present.
+  virtual std::optional<SequenceInfo> sequence_info_by_key(const SequenceKey& key) const {
+    (void)key;
+    return std::nullopt;
+  }
+  /// Loads chunk `chunk_id`. Throws FormatError / IoError.
+  virtual ChunkPtr load_chunk(uint32_t chunk_id) = 0;
+  /// Text form of a key, for messages and key dumps (CTF: the decimal id).
+  virtual std::string key_to_string(const SequenceKey& key) const { return std::to_string(key.sequence); }
+};
+
+}  // namespace cntkio

@@ -1,0 +1,77 @@
+// Minibatch: the data of one read step, one StreamBatch per stream, each with its layout.
+//
+// Layout (CNTK's MBLayout): `num_parallel` rows × `num_time_steps` columns of time. Column index of time step
+// t of parallel row s is t * num_parallel + s ("time-major"). Sequences are placed in rows; parts of rows
+// that hold no sequence are gaps. Each stream has its own layout because streams of one sequence may have
+// different lengths.
+//
+// Dense values: num_columns() * sample_dim values, column-major (one column = one sample), element type per
+// the stream; gap columns are zero. Sparse values: CSC with one column per sample: `col_starts` has
+// num_columns()+1 entries, `row_indices`/values hold the entries column by column in stored order.
+//
+// Thread-safety: plain value types.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cntkio/stream.hpp"
+
+namespace cntkio {
+
+/// Placement of sequences in a minibatch of one stream.
+struct Layout {
+  /// One sequence (or one gap) in the layout. `t_begin` may be negative and `t_end` may exceed
+  /// num_time_steps for sequences that continue across minibatches (truncated BPTT).
+  struct Entry {
+    size_t sequence_index = 0;  ///< index into Minibatch::keys (meaningless for gaps)
+    size_t row = 0;             ///< parallel row s
+    ptrdiff_t t_begin = 0;
+    ptrdiff_t t_end = 0;
+    bool is_gap = false;
+  };
+
+  size_t num_parallel = 0;
+  size_t num_time_steps = 0;
+  std::vector<Entry> entries;  ///< sequences in placement order, then gaps
+
+  size_t num_columns() const { return num_parallel * num_time_steps; }
+  /// Whether column (row s, time step t) lies in a gap.
+  bool is_gap(size_t s, size_t t) const;
+  /// Number of non-gap entries.
+  size_t num_sequences() const;
+  /// Number of non-gap columns.
+  size_t num_samples() const;
+  friend bool operator==(const Layout&, const Layout&);
+};
+
+/// The data of one stream in one minibatch.
+struct StreamBatch {
+  StreamInfo info;
+  Layout layout;
+  std::vector<unsigned char> values;  ///< dense: num_columns*dim values; sparse: nnz values (element type)
+  std::vector<int32_t> row_indices;   ///< sparse only
+  std::vector<int32_t> col_starts;    ///< sparse only, num_columns + 1 entries
+
+  /// Value access for dense float/double data (index = column * dim + row).
+  template <typename T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(values.data());
+  }
+  /// Value of dense or sparse data at (row, column) as double.
+  double value_at(size_t row, size_t column) const;
+  size_t nnz() const { return col_starts.empty() ? 0 : static_cast<size_t>(col_starts.back()); }
+};
+
+/// One minibatch.
+struct Minibatch {
+  bool end_of_sweep = false;          ///< the data reaches (or crosses) the end of a sweep
+  bool end_of_epoch = false;          ///< the data reaches the end of the epoch
+  std::vector<StreamBatch> streams;   ///< in the source's stream order
+  std::vector<std::string> keys;      ///< sequence keys, indexed by Layout::Entry::sequence_index
+  bool empty() const { return streams.empty() || streams[0].layout.entries.empty(); }
+};
+
+}  // namespace cntkio

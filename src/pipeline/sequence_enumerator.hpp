@@ -1,0 +1,64 @@
+// Internal interface between the randomizers (which order sequences and fetch their data) and the packers
+// (which lay them out into minibatches). Mirrors CNTK's SequenceEnumerator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cntkio/sequence.hpp"
+#include "cntkio/stream.hpp"
+
+namespace cntkio::pipeline {
+
+/// CNTK's requestDataSize / randomizeAuto: an epoch size meaning "one full sweep".
+constexpr size_t kRequestDataSize = std::numeric_limits<size_t>::max() >> 2;
+/// "No limit" for sweep counts.
+constexpr size_t kInfinitelyRepeat = std::numeric_limits<size_t>::max();
+
+/// What the next epoch reads and which share of it this worker gets.
+struct EpochConfiguration {
+  size_t num_workers = 1;                               ///< W
+  size_t worker_rank = 0;                               ///< r in [0, W)
+  size_t minibatch_size_in_samples = 0;                 ///< requested minibatch size (scheduling samples)
+  size_t total_epoch_size_in_samples = kRequestDataSize;///< E; kRequestDataSize = one sweep
+  size_t total_epoch_size_in_sweeps = kInfinitelyRepeat;///< if not kInfinitelyRepeat: E = sweeps * S
+  size_t epoch_index = 0;                               ///< k: the epoch starts at k * E
+  bool allow_minibatches_to_cross_sweeps = false;       ///< v1 false, v2 true
+  size_t truncation_length = 0;                         ///< BPTT, 0 = off
+};
+
+/// Sequences delivered by one GetNextSequences call.
+struct Sequences {
+  std::vector<std::vector<SequenceData>> data;  ///< [stream][sequence], in delivery order
+  std::vector<SequenceKey> keys;                ///< key of each delivered sequence
+  std::vector<uint32_t> chunk_ids;              ///< original chunk id of each delivered sequence
+  std::vector<ChunkPtr> chunks;                 ///< keeps the data alive
+  bool end_of_sweep = false;
+  bool end_of_epoch = false;
+  size_t num_sequences() const { return keys.size(); }
+};
+
+/// Orders sequences (randomized or not), splits them across workers and fetches their data.
+class SequenceEnumerator {
+ public:
+  virtual ~SequenceEnumerator() = default;
+  virtual const std::vector<StreamInfo>& streams() const = 0;
+  /// Positions the enumerator at the start of epoch `config.epoch_index`.
+  virtual void start_epoch(const EpochConfiguration& config) = 0;
+  /// Changes workers/minibatch size keeping the current position.
+  virtual void set_configuration(const EpochConfiguration& config) = 0;
+  /// Next sequences: at most `global_sample_count` scheduling samples of the global timeline and
+  /// `local_sample_count` of this worker's, except that the first local sequence is always taken.
+  virtual Sequences get_next_sequences(size_t global_sample_count, size_t local_sample_count) = 0;
+  /// Global sample position (scheduling units) of the next sequence to deliver.
+  virtual size_t current_sample_position() const = 0;
+  /// Moves to the first sequence starting at or after `position` (keeps the epoch configuration).
+  virtual void set_current_sample_position(size_t position) = 0;
+  /// Text form of a key (delegates to the deserializer).
+  virtual std::string key_to_string(const SequenceKey& key) const = 0;
+};
+
+}  // namespace cntkio::pipeline
