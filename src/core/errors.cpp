@@ -30,8 +30,14 @@ std::string config_message(const std::string& message, const std::string& key_pa
                            uint64_t line, uint64_t column) {
   std::string where;
   if (!file.empty()) where += file;
-  if (line != 0) where += (where.empty() ? "line " : ":") + std::to_string(line);
-  if (column != 0) where += ":" + std::to_string(column);
+  if (line != 0) {
+    where.append(where.empty() ? "line " : ":");
+    where.append(std::to_string(line));
+  }
+  if (column != 0) {
+    where.append(":");
+    where.append(std::to_string(column));
+  }
   std::string out;
   if (!where.empty()) out += where + ": ";
   out += message;

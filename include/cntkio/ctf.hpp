@@ -1,0 +1,77 @@
+// The CNTK Text Format (CTF) deserializer.
+//
+// A CTF file holds rows `[sequenceId] |alias values |alias values ...`; consecutive rows with the same id
+// form one sequence. The deserializer indexes the file once (sequence ids, byte ranges, chunks), and parses
+// a chunk only when asked for it. See docs/formats/ctf.md for the format and its error messages.
+//
+// Thread-safety: a CtfDeserializer may load different chunks from several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cntkio/config.hpp"
+#include "cntkio/deserializer.hpp"
+
+namespace cntkio {
+
+/// One input stream of a CTF file.
+struct CtfStreamOptions {
+  std::string name;                               ///< stream name seen by users (required)
+  std::string alias;                              ///< name after `|` in the file; default: `name`
+  size_t dim = 0;                                 ///< sample dimension (required, > 0)
+  StorageFormat storage = StorageFormat::kDense;  ///< dense or sparse
+  bool defines_mb_size = false;                   ///< at most one stream may set it
+};
+
+/// Options of the CTF deserializer (CNTK config keys in brackets).
+struct CtfOptions {
+  std::string file;                               ///< data file path [file]
+  std::vector<CtfStreamOptions> streams;          ///< in stream-id order [input]
+  ElementType element_type = ElementType::kFloat; ///< [precision] float
+  bool skip_sequence_ids = false;                 ///< every line is its own sequence [skipSequenceIds]
+  uint64_t max_errors = 0;                        ///< tolerated malformed rows/samples [maxErrors]
+  int trace_level = 1;                            ///< 0 errors, 1 warnings, 2 info [traceLevel]
+  uint64_t chunk_size_in_bytes = 32ull << 20;     ///< chunking of the index [chunkSizeInBytes]
+  bool keep_data_in_memory = false;               ///< parse each chunk once and keep it [keepDataInMemory]
+  bool cache_index = false;                       ///< write/read `<file>.*.v1.cache` [cacheIndex]
+  /// Receives warnings and info lines (without newline); default: stderr.
+  std::function<void(int level, std::string_view line)> log_sink;
+};
+
+/// Reads the CTF options from a deserializer/reader config section (CNTK's TextConfigHelper rules).
+/// `composite` selects the composite factory's precision rule (only lowercase `float` gives float).
+CtfOptions ctf_options_from_config(const Config& section, bool composite = false);
+
+/// Creates a CTF deserializer; indexes the file (or loads its index cache). Throws FormatError, IoError,
+/// ConfigError.
+std::shared_ptr<Deserializer> make_ctf_deserializer(const CtfOptions& options);
+
+/// Index statistics of a CTF deserializer (for `inspect` and tests).
+struct CtfIndexSummary {
+  uint64_t sequences = 0;
+  uint64_t samples = 0;
+  uint64_t chunks = 0;
+  uint64_t file_size = 0;
+  bool line_mode = false;            ///< one sequence per line
+  bool loaded_from_cache = false;    ///< index came from the cache file
+  std::string cache_file;            ///< cache path (when cacheIndex is on)
+};
+/// Summary of `deserializer`, which must come from make_ctf_deserializer.
+CtfIndexSummary ctf_index_summary(const Deserializer& deserializer);
+
+/// Skip statistics: what maxErrors let through so far (no silent data loss).
+struct CtfErrorSummary {
+  uint64_t errors = 0;                     ///< errors counted against maxErrors
+  std::vector<std::string> first_locations;///< first few "file:line:column" of counted errors
+};
+CtfErrorSummary ctf_error_summary(const Deserializer& deserializer);
+
+/// The CNTK index cache file name for `options`: `<file>.<mainAlias|_>.<skipIds>.0.0.v1.cache`.
+std::string ctf_cache_file_name(const CtfOptions& options);
+
+}  // namespace cntkio

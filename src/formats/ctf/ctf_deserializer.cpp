@@ -1,0 +1,307 @@
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "cntkio/ctf.hpp"
+#include "cntkio/errors.hpp"
+#include "core/logger.hpp"
+#include "core/mapped_file.hpp"
+#include "core/text.hpp"
+#include "formats/ctf/ctf_index.hpp"
+#include "formats/ctf/ctf_parser.hpp"
+
+namespace cntkio {
+namespace {
+
+constexpr uint64_t kMaxSparseDim = 0x7FFFFFFFull;
+
+std::string main_alias(const CtfOptions& options) {
+  for (const auto& s : options.streams) {
+    if (s.defines_mb_size) return s.alias.empty() ? s.name : s.alias;
+  }
+  return {};
+}
+
+// Rank that decides who writes the index cache: only local rank 0 of an MPI job does.
+bool is_cache_writer() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return std::string(value) == "0";
+  }
+  return true;
+}
+
+class CtfDeserializer final : public Deserializer {
+ public:
+  explicit CtfDeserializer(const CtfOptions& options)
+      : options_(options),
+        file_(options.file),
+        logger_(options.trace_level,
+                options.log_sink ? core::Logger::Sink([sink = options.log_sink](core::LogLevel level,
+                                                                                 std::string_view line) {
+                  sink(static_cast<int>(level), line);
+                })
+                                 : core::Logger::Sink()),
+        budget_(options.max_errors) {
+    validate_and_build_streams();
+    const std::string alias = main_alias(options_);
+    const size_t first_byte = first_content_byte();
+    if (options_.cache_index) {
+      summary_.cache_file = ctf_cache_file_name(options_);
+      int64_t cache_time = core::file_mtime(summary_.cache_file);
+      if (cache_time >= 0 && cache_time >= file_.mtime() && !file_.view().empty() &&
+          ctf::load_index_cache(summary_.cache_file, file_.size(), index_)) {
+        summary_.loaded_from_cache = true;
+        index_.line_mode = options_.skip_sequence_ids || (first_byte < file_.size() && file_.data()[first_byte] == '|');
+      }
+    }
+    if (!summary_.loaded_from_cache) {
+      index_ = ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias);
+      if (options_.cache_index && is_cache_writer()) ctf::write_index_cache(summary_.cache_file, index_);
+    }
+    ctf::form_chunks(index_, options_.chunk_size_in_bytes, file_.size());
+    if (index_.sequences.empty()) {
+      SourceLocation where;
+      where.file = options_.file;
+      throw FormatError("The input file holds no sequence" +
+                            (alias.empty() ? std::string(".") : " with the input '" + alias + "' (definesMBSize)."),
+                        where);
+    }
+    summary_.sequences = index_.sequences.size();
+    summary_.chunks = index_.chunks.size();
+    for (const auto& c : index_.chunks) summary_.samples += c.samples;
+    summary_.file_size = file_.size();
+    summary_.line_mode = index_.line_mode;
+    if (options_.keep_data_in_memory) kept_chunks_.resize(index_.chunks.size());
+
+    context_.data = file_.view();
+    context_.file = &options_.file;
+    context_.streams = &streams_;
+    context_.element_type = options_.element_type;
+    context_.logger = &logger_;
+    context_.budget = &budget_;
+    context_.had_warnings = &had_warnings_;
+  }
+
+  const std::vector<StreamInfo>& streams() const override { return streams_; }
+
+  std::vector<ChunkInfo> chunk_infos() const override {
+    std::vector<ChunkInfo> out;
+    out.reserve(index_.chunks.size());
+    for (size_t i = 0; i < index_.chunks.size(); ++i) {
+      out.push_back(ChunkInfo{static_cast<uint32_t>(i), index_.chunks[i].samples, index_.chunks[i].num_sequences});
+    }
+    return out;
+  }
+
+  void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
+    const ctf::IndexedChunk& chunk = checked_chunk(chunk_id);
+    for (uint64_t i = 0; i < chunk.num_sequences; ++i) {
+      const ctf::IndexedSequence& s = index_.sequences[chunk.first_sequence + i];
+      out.push_back(SequenceInfo{static_cast<uint32_t>(i), s.samples, chunk_id, SequenceKey{s.key, 0}});
+    }
+  }
+
+  std::optional<SequenceInfo> sequence_info_by_key(const SequenceKey& key) const override {
+    std::call_once(key_table_once_, [this] { build_key_table(); });
+    auto it = std::lower_bound(key_table_.begin(), key_table_.end(), key.sequence,
+                               [](const KeyEntry& e, uint64_t k) { return e.key < k; });
+    if (it == key_table_.end() || it->key != key.sequence) return std::nullopt;
+    const ctf::IndexedSequence& s = index_.sequences[it->sequence];
+    return SequenceInfo{it->index_in_chunk, s.samples, it->chunk, SequenceKey{s.key, 0}};
+  }
+
+  ChunkPtr load_chunk(uint32_t chunk_id) override {
+    const ctf::IndexedChunk& chunk = checked_chunk(chunk_id);
+    if (options_.keep_data_in_memory) {
+      std::lock_guard<std::mutex> lock(kept_mutex_);
+      if (kept_chunks_[chunk_id]) return kept_chunks_[chunk_id];
+    }
+    ChunkPtr loaded = ctf::parse_chunk(context_, index_, chunk.first_sequence, chunk.num_sequences);
+    if (options_.keep_data_in_memory) {
+      std::lock_guard<std::mutex> lock(kept_mutex_);
+      if (!kept_chunks_[chunk_id]) kept_chunks_[chunk_id] = loaded;
+      return kept_chunks_[chunk_id];
+    }
+    return loaded;
+  }
+
+  const CtfIndexSummary& summary() const { return summary_; }
+  CtfErrorSummary errors() const { return CtfErrorSummary{budget_.counted(), budget_.first_locations()}; }
+
+ private:
+  struct KeyEntry {
+    uint64_t key;
+    uint64_t sequence;
+    uint32_t chunk;
+    uint32_t index_in_chunk;
+  };
+
+  const ctf::IndexedChunk& checked_chunk(uint32_t chunk_id) const {
+    if (chunk_id >= index_.chunks.size()) {
+      throw UsageError("CTF file '" + options_.file + "' has " + std::to_string(index_.chunks.size()) +
+                       " chunks; chunk " + std::to_string(chunk_id) + " does not exist.");
+    }
+    return index_.chunks[chunk_id];
+  }
+
+  size_t first_content_byte() const {
+    std::string_view v = file_.view();
+    size_t pos = 0;
+    static const unsigned char kBom[3] = {0xEF, 0xBB, 0xBF};
+    while (pos < 3 && pos < v.size() && static_cast<unsigned char>(v[pos]) == kBom[pos]) ++pos;
+    while (pos < v.size() && (v[pos] == ' ' || (v[pos] >= '\t' && v[pos] <= '\r'))) ++pos;
+    return pos;
+  }
+
+  void build_key_table() const {
+    key_table_.reserve(index_.sequences.size());
+    for (uint32_t c = 0; c < index_.chunks.size(); ++c) {
+      const ctf::IndexedChunk& chunk = index_.chunks[c];
+      for (uint64_t i = 0; i < chunk.num_sequences; ++i) {
+        uint64_t seq = chunk.first_sequence + i;
+        key_table_.push_back(KeyEntry{index_.sequences[seq].key, seq, c, static_cast<uint32_t>(i)});
+      }
+    }
+    std::stable_sort(key_table_.begin(), key_table_.end(),
+                     [](const KeyEntry& a, const KeyEntry& b) { return a.key < b.key; });
+  }
+
+  void validate_and_build_streams() {
+    if (options_.file.empty()) throw ConfigError("The CTF deserializer needs a 'file'.", "file");
+    if (options_.streams.empty()) {
+      throw ConfigError("The CTF deserializer for '" + options_.file + "' needs at least one stream in 'input'.",
+                        "input");
+    }
+    std::set<std::string> aliases;
+    int defining = 0;
+    for (size_t i = 0; i < options_.streams.size(); ++i) {
+      CtfStreamOptions& s = options_.streams[i];
+      if (s.alias.empty()) s.alias = s.name;
+      const std::string key = "input." + s.name;
+      if (s.dim == 0) throw ConfigError("Stream '" + s.name + "' needs a dimension 'dim' greater than 0.", key + ".dim");
+      if (s.storage == StorageFormat::kSparseCsc && s.dim > kMaxSparseDim) {
+        throw ConfigError("Sparse stream '" + s.name + "' has dim " + std::to_string(s.dim) +
+                              ", above the maximum 2147483647.",
+                          key + ".dim");
+      }
+      if (!aliases.insert(s.alias).second) {
+        throw ConfigError("Two streams use the alias '" + s.alias + "'; every input needs its own alias.",
+                          key + ".alias");
+      }
+      if (s.defines_mb_size && ++defining > 1) {
+        throw ConfigError("Only one stream may set definesMBSize=true ('" + s.name + "' is the second).",
+                          key + ".definesMBSize");
+      }
+      StreamInfo info;
+      info.id = static_cast<uint32_t>(i);
+      info.name = s.name;
+      info.alias = s.alias;
+      info.storage = s.storage;
+      info.element_type = options_.element_type;
+      info.sample_shape = {s.dim};
+      info.defines_mb_size = s.defines_mb_size;
+      streams_.push_back(std::move(info));
+    }
+  }
+
+  CtfOptions options_;
+  core::MappedFile file_;
+  core::Logger logger_;
+  ctf::ErrorBudget budget_;
+  std::atomic<bool> had_warnings_{false};
+  std::vector<StreamInfo> streams_;
+  ctf::CtfIndex index_;
+  CtfIndexSummary summary_;
+  ctf::ParseContext context_;
+  std::mutex kept_mutex_;
+  std::vector<ChunkPtr> kept_chunks_;
+  mutable std::once_flag key_table_once_;
+  mutable std::vector<KeyEntry> key_table_;
+};
+
+}  // namespace
+
+std::string ctf_cache_file_name(const CtfOptions& options) {
+  std::string alias = main_alias(options);
+  return options.file + "." + (alias.empty() ? "_" : alias) + "." + (options.skip_sequence_ids ? "1" : "0") +
+         ".0.0.v1.cache";
+}
+
+CtfOptions ctf_options_from_config(const Config& section, bool composite) {
+  CtfOptions options;
+  options.file = section.get_string("file");
+  if (!section.exists_current("input")) {
+    throw ConfigError("The CTF reader section has no 'input' block describing its streams.",
+                      section.path() + ".input");
+  }
+  Config input = section.get_block("input");
+  for (const std::string& name : input.keys()) {
+    Config stream = input.get_block(name);
+    CtfStreamOptions s;
+    s.name = name;
+    if (!stream.exists_current("dim")) {
+      throw ConfigError("Stream '" + name + "' has no 'dim'.", stream.path() + ".dim");
+    }
+    s.dim = stream.get_uint("dim");
+    if (!stream.exists_current("format")) {
+      throw ConfigError("Stream '" + name + "' has no 'format' (dense or sparse).", stream.path() + ".format");
+    }
+    std::string format = core::to_lower(stream.get_string("format"));
+    if (format == "dense") {
+      s.storage = StorageFormat::kDense;
+    } else if (format == "sparse") {
+      s.storage = StorageFormat::kSparseCsc;
+    } else {
+      throw ConfigError("Stream '" + name + "' has format '" + format + "'; expected 'dense' or 'sparse'.",
+                        stream.path() + ".format");
+    }
+    if (stream.exists_current("alias")) {
+      s.alias = stream.get_string("alias");
+      if (s.alias.empty()) throw ConfigError("Stream '" + name + "' has an empty alias.", stream.path() + ".alias");
+    } else {
+      s.alias = name;
+    }
+    s.defines_mb_size = stream.get_bool("definesMBSize", false);
+    options.streams.push_back(std::move(s));
+  }
+  std::string precision = section.get_string("precision", "float");
+  std::string lower = core::to_lower(precision);
+  if (lower != "float" && lower != "double") {
+    throw ConfigError("precision is '" + precision + "'; expected 'float' or 'double'.", section.path() + ".precision");
+  }
+  // CNTK's composite factory picks float only for the exact spelling "float" (spec ctf.md §9).
+  options.element_type = (composite ? precision == "float" : lower == "float") ? ElementType::kFloat
+                                                                              : ElementType::kDouble;
+  options.skip_sequence_ids = section.get_bool("skipSequenceIds", false);
+  options.max_errors = section.get_uint("maxErrors", 0);
+  options.trace_level = static_cast<int>(section.get_uint("traceLevel", 1));
+  options.chunk_size_in_bytes = section.get_uint("chunkSizeInBytes", 32ull << 20);
+  if (options.chunk_size_in_bytes == 0) {
+    throw ConfigError("chunkSizeInBytes must be greater than 0.", section.path() + ".chunkSizeInBytes");
+  }
+  options.keep_data_in_memory = section.get_bool("keepDataInMemory", false);
+  options.cache_index = section.get_bool("cacheIndex", false);
+  return options;
+}
+
+std::shared_ptr<Deserializer> make_ctf_deserializer(const CtfOptions& options) {
+  return std::make_shared<CtfDeserializer>(options);
+}
+
+CtfIndexSummary ctf_index_summary(const Deserializer& deserializer) {
+  const auto* ctf = dynamic_cast<const CtfDeserializer*>(&deserializer);
+  if (ctf == nullptr) throw UsageError("ctf_index_summary: not a CTF deserializer");
+  return ctf->summary();
+}
+
+CtfErrorSummary ctf_error_summary(const Deserializer& deserializer) {
+  const auto* ctf = dynamic_cast<const CtfDeserializer*>(&deserializer);
+  if (ctf == nullptr) throw UsageError("ctf_error_summary: not a CTF deserializer");
+  return ctf->errors();
+}
+
+}  // namespace cntkio

@@ -1,0 +1,277 @@
+#include "formats/ctf/ctf_index.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "cntkio/errors.hpp"
+#include "core/mapped_file.hpp"
+
+namespace cntkio::ctf {
+namespace {
+
+constexpr uint64_t kCacheMagic = 0x636e746b5f696478ull;  // "xdi_ktnc" on disk
+constexpr uint64_t kCacheVersion = 1;
+constexpr size_t kCacheHeaderBytes = 32;
+constexpr size_t kCacheRecordBytes = 32;
+
+bool is_c_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+[[noreturn]] void fail_at(const std::string& message, std::string_view data, const std::string& file,
+                          size_t offset) {
+  SourceLocation where;
+  where.file = file;
+  core::LineColumn lc = core::line_column_at(data, offset);
+  where.line = lc.line;
+  where.column = lc.column;
+  where.byte_offset = offset;
+  throw FormatError(message, where);
+}
+
+class Indexer {
+ public:
+  Indexer(std::string_view data, const std::string& file, std::string_view main_alias)
+      : data_(data), file_(file), pattern_(main_alias.empty() ? std::string() : "|" + std::string(main_alias)) {}
+
+  CtfIndex run(bool skip_sequence_ids) {
+    const size_t n = data_.size();
+    if (n == 0) fail_at("Input file is empty.", data_, file_, 0);
+    if (n >= 2 && static_cast<unsigned char>(data_[0]) == 0xFF && static_cast<unsigned char>(data_[1]) == 0xFE) {
+      fail_at("Found a UTF-16 BOM at the beginning of the input file. UTF-16 encoding is not supported; "
+              "convert the file to UTF-8.",
+              data_, file_, 0);
+    }
+    size_t pos = 0;
+    static const unsigned char kBom[3] = {0xEF, 0xBB, 0xBF};
+    while (pos < 3 && pos < n && static_cast<unsigned char>(data_[pos]) == kBom[pos]) ++pos;
+    while (pos < n && is_c_space(static_cast<unsigned char>(data_[pos]))) {
+      if (data_[pos] == '\n') ++line_;
+      ++pos;
+    }
+    if (pos == n) fail_at("Input file is empty (it holds only whitespace).", data_, file_, pos);
+
+    index_.line_mode = skip_sequence_ids || data_[pos] == '|';
+    if (index_.line_mode) {
+      index_lines(pos);
+    } else {
+      index_ids(pos);
+    }
+    return std::move(index_);
+  }
+
+ private:
+  // End of the line starting at `pos`: offset just past its LF, or the file size.
+  size_t line_end(size_t pos) const {
+    const void* hit = std::memchr(data_.data() + pos, '\n', data_.size() - pos);
+    return hit == nullptr ? data_.size() : static_cast<size_t>(static_cast<const char*>(hit) - data_.data()) + 1;
+  }
+
+  // Whether [begin, end) holds `|mainAlias` followed by a terminator (spec §4.4).
+  bool line_has_main_stream(size_t begin, size_t end) const {
+    if (pattern_.empty()) return true;
+    std::string_view line = data_.substr(begin, end - begin);
+    size_t at = 0;
+    while ((at = line.find(pattern_, at)) != std::string_view::npos) {
+      size_t after = at + pattern_.size();
+      if (after >= line.size()) return true;
+      auto c = static_cast<unsigned char>(line[after]);
+      if (is_c_space(c) || c == '|' || c < 0x20 || c >= 0x80) return true;
+      at += 1;
+    }
+    return false;
+  }
+
+  void add(uint64_t key, uint64_t samples, size_t offset, size_t size) {
+    if (samples == 0 || size == 0) {
+      fail_at("Internal index error: empty sequence " + std::to_string(key) + ".", data_, file_, offset);
+    }
+    if (samples > std::numeric_limits<uint32_t>::max()) {
+      fail_at("Sequence " + std::to_string(key) + " has more than 2^32-1 rows.", data_, file_, offset);
+    }
+    if (size > std::numeric_limits<uint32_t>::max()) {
+      fail_at("Sequence " + std::to_string(key) + " is larger than 4 GiB (" + std::to_string(size) +
+                  " bytes); CTF sequences must fit in 32-bit sizes.",
+              data_, file_, offset);
+    }
+    index_.sequences.push_back(
+        IndexedSequence{key, static_cast<uint64_t>(offset), static_cast<uint32_t>(samples), static_cast<uint32_t>(size)});
+  }
+
+  void index_lines(size_t pos) {
+    const size_t n = data_.size();
+    while (pos < n) {
+      size_t end = line_end(pos);
+      if (line_has_main_stream(pos, end)) add(line_, 1, pos, end - pos);
+      ++line_;
+      pos = end;
+    }
+  }
+
+  // Reads a sequence id at `pos` if the line starts with digits followed by something before EOF.
+  // Returns false (no id) otherwise; throws on overflow.
+  bool try_read_id(size_t pos, uint64_t& id) const {
+    const size_t n = data_.size();
+    if (pos >= n || !is_digit(static_cast<unsigned char>(data_[pos]))) return false;
+    uint64_t value = 0;
+    size_t p = pos;
+    while (p < n && is_digit(static_cast<unsigned char>(data_[p]))) {
+      uint64_t digit = static_cast<uint64_t>(data_[p] - '0');
+      if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) {
+        fail_at("Overflow while reading a sequence id (it does not fit in 64 bits).", data_, file_, pos);
+      }
+      value = value * 10 + digit;
+      ++p;
+    }
+    if (p == n) return false;  // digits run into EOF: not an id
+    id = value;
+    return true;
+  }
+
+  void index_ids(size_t pos) {
+    const size_t n = data_.size();
+    uint64_t current_id = 0;
+    if (!try_read_id(pos, current_id)) {
+      fail_at("Expected a sequence id at the offset " + std::to_string(pos) + ", none was found.", data_, file_,
+              pos);
+    }
+    size_t sequence_start = pos;
+    uint64_t count = 0;
+    bool found = false;
+    while (pos < n) {
+      size_t end = line_end(pos);
+      if (line_has_main_stream(pos, end)) {
+        ++count;
+        found = true;
+      }
+      pos = end;
+      if (pos >= n) break;
+      uint64_t id = 0;
+      if (try_read_id(pos, id) && id != current_id) {
+        if (found) add(current_id, count, sequence_start, pos - sequence_start);
+        current_id = id;
+        sequence_start = pos;
+        count = 0;
+        found = false;
+      }
+    }
+    if (found) add(current_id, count, sequence_start, n - sequence_start);
+  }
+
+  std::string_view data_;
+  const std::string& file_;
+  std::string pattern_;
+  uint64_t line_ = 0;
+  CtfIndex index_;
+};
+
+void put_u64(unsigned char* p, uint64_t v) { std::memcpy(p, &v, 8); }
+void put_u32(unsigned char* p, uint32_t v) { std::memcpy(p, &v, 4); }
+uint64_t get_u64(const unsigned char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+uint32_t get_u32(const unsigned char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+}  // namespace
+
+CtfIndex build_index(std::string_view data, const std::string& file, bool skip_sequence_ids,
+                     std::string_view main_alias) {
+  return Indexer(data, file, main_alias).run(skip_sequence_ids);
+}
+
+void form_chunks(CtfIndex& index, uint64_t chunk_size_in_bytes, uint64_t file_size) {
+  index.chunks.clear();
+  uint64_t max_span = chunk_size_in_bytes > file_size ? file_size : chunk_size_in_bytes;
+  uint64_t chunk_begin = 0;
+  uint64_t chunk_end = 0;
+  for (uint64_t i = 0; i < index.sequences.size(); ++i) {
+    const IndexedSequence& s = index.sequences[i];
+    uint64_t span = index.chunks.empty() ? 0 : chunk_end - chunk_begin;
+    if (span == 0 || span + s.size > max_span) {
+      index.chunks.push_back(IndexedChunk{i, 0, 0});
+      chunk_begin = s.offset;
+    }
+    IndexedChunk& c = index.chunks.back();
+    ++c.num_sequences;
+    c.samples += s.samples;
+    chunk_end = s.offset + s.size;
+  }
+}
+
+bool load_index_cache(const std::string& cache_path, uint64_t file_size, CtfIndex& index) {
+  std::FILE* f = std::fopen(cache_path.c_str(), "rb");
+  if (f == nullptr) return false;
+  unsigned char header[kCacheHeaderBytes];
+  bool ok = std::fread(header, 1, sizeof header, f) == sizeof header && get_u64(header) == kCacheMagic;
+  uint64_t count = ok ? get_u64(header + 16) : 0;
+  uint64_t first = ok ? get_u64(header + 24) : 0;
+  // A record describes at least one byte of the data file, so more records than bytes means corruption.
+  if (ok && (count > file_size || first < kCacheHeaderBytes)) ok = false;
+  if (ok && std::fseek(f, static_cast<long>(first), SEEK_SET) != 0) ok = false;
+  std::vector<IndexedSequence> sequences;
+  if (ok) {
+    sequences.resize(count);
+    std::vector<unsigned char> buffer(kCacheRecordBytes * 4096);
+    for (uint64_t done = 0; ok && done < count;) {
+      uint64_t batch = std::min<uint64_t>(4096, count - done);
+      if (std::fread(buffer.data(), kCacheRecordBytes, batch, f) != batch) {
+        ok = false;
+        break;
+      }
+      for (uint64_t i = 0; i < batch; ++i) {
+        const unsigned char* r = buffer.data() + i * kCacheRecordBytes;
+        IndexedSequence& s = sequences[done + i];
+        s.key = get_u64(r);
+        s.samples = get_u32(r + 8);
+        s.offset = get_u64(r + 16);
+        s.size = get_u32(r + 24);
+        // Reject records that point outside the data file instead of reading out of bounds later.
+        if (s.samples == 0 || s.size == 0 || s.offset > file_size || s.size > file_size - s.offset) ok = false;
+      }
+      done += batch;
+    }
+  }
+  std::fclose(f);
+  if (!ok) return false;
+  index.sequences = std::move(sequences);
+  return true;
+}
+
+bool write_index_cache(const std::string& cache_path, const CtfIndex& index) {
+  std::string temp = cache_path + ".tmp";
+  std::FILE* f = std::fopen(temp.c_str(), "wb");
+  if (f == nullptr) return false;
+  unsigned char header[kCacheHeaderBytes];
+  put_u64(header, kCacheMagic);
+  put_u64(header + 8, kCacheVersion);
+  put_u64(header + 16, index.sequences.size());
+  put_u64(header + 24, kCacheHeaderBytes);
+  bool ok = std::fwrite(header, 1, sizeof header, f) == sizeof header;
+  std::vector<unsigned char> buffer;
+  buffer.reserve(kCacheRecordBytes * 4096);
+  for (size_t i = 0; ok && i < index.sequences.size(); ++i) {
+    const IndexedSequence& s = index.sequences[i];
+    unsigned char r[kCacheRecordBytes] = {};
+    put_u64(r, s.key);
+    put_u32(r + 8, s.samples);
+    put_u64(r + 16, s.offset);
+    put_u32(r + 24, s.size);
+    buffer.insert(buffer.end(), r, r + kCacheRecordBytes);
+    if (buffer.size() == buffer.capacity() || i + 1 == index.sequences.size()) {
+      ok = std::fwrite(buffer.data(), 1, buffer.size(), f) == buffer.size();
+      buffer.clear();
+    }
+  }
+  ok = (std::fclose(f) == 0) && ok;
+  if (ok) ok = std::rename(temp.c_str(), cache_path.c_str()) == 0;
+  if (!ok) std::remove(temp.c_str());
+  return ok;
+}
+
+}  // namespace cntkio::ctf

@@ -1,0 +1,603 @@
+#include "formats/ctf/ctf_parser.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+#include "cntkio/errors.hpp"
+#include "core/mapped_file.hpp"
+
+namespace cntkio::ctf {
+
+bool ErrorBudget::consume(const std::string& location) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (remaining_ == 0) return false;
+  --remaining_;
+  ++counted_;
+  if (first_locations_.size() < 10 && !location.empty()) first_locations_.push_back(location);
+  return true;
+}
+
+uint64_t ErrorBudget::counted() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counted_;
+}
+
+std::vector<std::string> ErrorBudget::first_locations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return first_locations_;
+}
+
+namespace {
+
+constexpr char kNamePrefix = '|';
+constexpr char kCommentMarker = '#';
+constexpr char kIndexDelimiter = ':';
+constexpr char kRowDelimiter = '\n';
+
+inline bool is_value_delimiter(char c) { return c == ' ' || c == '\t'; }
+// CNTK compares a signed char with 0x20: bytes 0x80..0xFF are "non-printable" too (spec §2).
+inline bool is_printable(char c) { return static_cast<signed char>(c) >= 0x20; }
+inline bool is_column_delimiter(char c) { return is_value_delimiter(c) || (!is_printable(c) && c != kRowDelimiter); }
+inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Storage of one stream for all sequences of a chunk.
+template <typename T>
+struct StreamStorage {
+  std::vector<T> values;
+  std::vector<int32_t> indices;      // sparse only, parallel to values
+  std::vector<uint32_t> nnz_counts;  // sparse only, one per sample
+};
+
+// Where the data of one stream of one sequence lies in its StreamStorage.
+struct Slot {
+  uint32_t samples = 0;
+  size_t value_begin = 0;
+  size_t nnz_begin = 0;
+  size_t total_nnz = 0;
+};
+
+template <typename T>
+class CtfChunk final : public Chunk {
+ public:
+  CtfChunk(const std::vector<StreamInfo>& streams, size_t num_sequences)
+      : streams_(streams.size()), sparse_(streams.size()), slots_(streams.size() * num_sequences) {
+    for (size_t s = 0; s < streams.size(); ++s) sparse_[s] = streams[s].storage == StorageFormat::kSparseCsc;
+  }
+
+  void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const override {
+    const size_t n = streams_.size();
+    for (size_t s = 0; s < n; ++s) {
+      const Slot& slot = slots_[index_in_chunk * n + s];
+      const StreamStorage<T>& storage = streams_[s];
+      SequenceData d;
+      d.number_of_samples = slot.samples;
+      d.values = storage.values.data() + slot.value_begin;
+      if (sparse_[s]) {
+        d.indices = storage.indices.data() + slot.value_begin;
+        d.nnz_counts = storage.nnz_counts.data() + slot.nnz_begin;
+        d.total_nnz = slot.total_nnz;
+      }
+      out.push_back(d);
+    }
+  }
+
+  std::vector<StreamStorage<T>> streams_;
+  std::vector<bool> sparse_;
+  std::vector<Slot> slots_;
+};
+
+template <typename T>
+class ChunkParser {
+ public:
+  ChunkParser(const ParseContext& context, CtfChunk<T>& chunk)
+      : ctx_(context), data_(context.data.data()), file_size_(context.data.size()), chunk_(chunk) {
+    const auto& streams = *ctx_.streams;
+    for (size_t i = 0; i < streams.size(); ++i) {
+      alias_to_stream_.emplace(streams[i].alias, i);
+      max_alias_length_ = std::max(max_alias_length_, streams[i].alias.size());
+      if (streams[i].defines_mb_size) defining_stream_ = static_cast<int>(i);
+    }
+    samples_.resize(streams.size());
+  }
+
+  void parse_sequence(const IndexedSequence& sequence, size_t index_in_chunk) {
+    const auto& streams = *ctx_.streams;
+    const size_t num_streams = streams.size();
+    key_ = sequence.key;
+    pos_ = sequence.offset;
+    range_end_ = sequence.offset + sequence.size;
+    end_ = std::min<size_t>(range_end_, file_size_);
+    for (size_t s = 0; s < num_streams; ++s) {
+      Slot& slot = chunk_.slots_[index_in_chunk * num_streams + s];
+      slot.value_begin = chunk_.streams_[s].values.size();
+      slot.nnz_begin = chunk_.streams_[s].nnz_counts.size();
+      samples_[s] = 0;
+    }
+    current_slots_ = &chunk_.slots_[index_in_chunk * num_streams];
+
+    uint64_t rows_read = 0;
+    uint64_t row_number = 0;
+    while (pos_ < end_) {
+      ++row_number;
+      if (read_row()) {
+        ++rows_read;
+      } else {
+        warn("Could not read a row (# " + std::to_string(row_number) + ") while loading sequence (id = " +
+             std::to_string(key_) + ")" + where() + ".");
+        count_error(-1);
+      }
+    }
+
+    const uint64_t expected_rows = sequence.samples;
+    if (rows_read < expected_rows) {
+      warn("Exhausted all input expected for the current sequence (id = " + std::to_string(key_) + ")" + where() +
+           ", but only read " + std::to_string(rows_read) + " out of " + std::to_string(expected_rows) +
+           " expected rows.");
+    }
+    int empty_stream = -1;
+    for (size_t s = 0; s < num_streams; ++s) {
+      if (samples_[s] == 0) {
+        ctx_.logger->always(core::LogLevel::kError, "ERROR: Input ('" + streams[s].name +
+                                                        "') is empty in sequence (id = " + std::to_string(key_) +
+                                                        ")" + where() + ".");
+        if (empty_stream < 0) empty_stream = static_cast<int>(s);
+      }
+    }
+    uint64_t length = 0;
+    bool duplicate = false;
+    for (size_t s = 0; s < num_streams; ++s) {
+      if (defining_stream_ >= 0 && static_cast<int>(s) != defining_stream_) continue;
+      length = std::max<uint64_t>(length, samples_[s]);
+      if (samples_[s] > expected_rows) {
+        warn("Input ('" + streams[s].name + "') contains more samples than expected (" +
+             std::to_string(samples_[s]) + " vs. " + std::to_string(expected_rows) + ") for sequence (id = " +
+             std::to_string(key_) + ")" + where() + ".");
+        duplicate = true;
+      }
+    }
+    if (empty_stream >= 0) {
+      throw FormatError("Malformed input file. Bailing out.", location(empty_stream));
+    }
+    if (duplicate) {
+      count_error(-1);
+    } else if (length < expected_rows) {
+      warn("Number of samples for sequence (id = " + std::to_string(key_) + ")" + where() +
+           " is less than expected (" + std::to_string(length) + " vs. " + std::to_string(expected_rows) + ").");
+      count_error(-1);
+    }
+    info("Finished loading sequence (id = " + std::to_string(key_) + ")" + where() + ", successfully read " +
+         std::to_string(rows_read) + " out of expected " + std::to_string(expected_rows) + " rows.");
+
+    for (size_t s = 0; s < num_streams; ++s) {
+      Slot& slot = current_slots_[s];
+      slot.samples = samples_[s];
+      slot.total_nnz = chunk_.streams_[s].indices.size() - slot.value_begin;
+      if (streams[s].storage == StorageFormat::kDense) slot.total_nnz = 0;
+    }
+  }
+
+ private:
+  bool can_read() const { return pos_ < end_; }
+  char current() const { return data_[pos_]; }
+
+  std::string where() const {
+    return " at offset " + std::to_string(pos_) + " in the input file (" + *ctx_.file + ")";
+  }
+
+  void warn(const std::string& text) {
+    if (ctx_.had_warnings != nullptr) ctx_.had_warnings->store(true, std::memory_order_relaxed);
+    ctx_.logger->log(core::LogLevel::kWarning, "WARNING: " + text);
+  }
+  void info(const std::string& text) { ctx_.logger->log(core::LogLevel::kInfo, "INFO: " + text); }
+
+  SourceLocation location(int stream) const {
+    SourceLocation loc;
+    loc.file = *ctx_.file;
+    core::LineColumn lc = core::line_column_at(ctx_.data, pos_);
+    loc.line = lc.line;
+    loc.column = lc.column;
+    loc.byte_offset = pos_;
+    if (stream >= 0) loc.stream = (*ctx_.streams)[static_cast<size_t>(stream)].name;
+    loc.sequence_key = std::to_string(key_);
+    return loc;
+  }
+
+  // One error against maxErrors; throws CNTK's budget error when none is left.
+  void count_error(int stream) {
+    std::string where_text;
+    if (ctx_.budget->counted() < 10) {
+      core::LineColumn lc = core::line_column_at(ctx_.data, pos_);
+      where_text = *ctx_.file + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column);
+    }
+    if (ctx_.budget->consume(where_text)) return;
+    if (ctx_.logger->trace_level() < 1 && ctx_.had_warnings != nullptr && ctx_.had_warnings->load()) {
+      ctx_.logger->always(core::LogLevel::kError,
+                          "WARNING: Warnings were generated while reading the input file; set traceLevel to 1 "
+                          "or higher to see them.");
+    }
+    throw FormatError("Reached the maximum number of allowed errors while reading the input file (" +
+                          *ctx_.file + ").",
+                      location(stream));
+  }
+
+  void skip_to_next_input() {
+    while (can_read()) {
+      char c = current();
+      if (c == kNamePrefix || c == kRowDelimiter) return;
+      ++pos_;
+    }
+  }
+
+  bool read_row() {
+    while (can_read() && is_digit(current())) ++pos_;  // the sequence id, already known from the index
+    size_t samples_in_row = 0;
+    while (can_read()) {
+      char c = current();
+      if (c == kRowDelimiter) {
+        ++pos_;
+        if (samples_in_row == 0) {
+          warn("Empty input row" + where() + ".");
+        } else if (samples_in_row > ctx_.streams->size()) {
+          warn("Input row" + where() + " contains more samples than expected (" + std::to_string(samples_in_row) +
+               " vs. " + std::to_string(ctx_.streams->size()) + ").");
+        }
+        return samples_in_row > 0;
+      }
+      if (is_column_delimiter(c)) {
+        ++pos_;
+        continue;
+      }
+      if (read_sample()) {
+        ++samples_in_row;
+      } else {
+        skip_to_next_input();
+      }
+    }
+    warn_row_exhausted();
+    return pos_ >= range_end_;
+  }
+
+  void warn_row_exhausted() {
+    warn("Exhausted all input expected for the current sequence while reading an input row" + where() +
+         ". Possibly, a trailing newline is missing.");
+  }
+
+  bool read_sample() {
+    if (current() != kNamePrefix) {
+      warn(std::string("Unexpected character ('") + current() + "') in place of the input name prefix ('|')" +
+           where() + ".");
+      count_error(-1);
+      return false;
+    }
+    ++pos_;
+    if (can_read() && current() == kCommentMarker) {
+      ++pos_;
+      return false;
+    }
+    const size_t name_begin = pos_;
+    while (can_read()) {
+      char c = current();
+      if (is_value_delimiter(c) || c == kNamePrefix || !is_printable(c)) break;
+      if (pos_ - name_begin >= max_alias_length_) {
+        info("Skipping over-long input name starting with '" +
+             std::string(data_ + name_begin, pos_ - name_begin) + "'" + where() +
+             ": it is longer than every input name in the reader config section.");
+        return false;
+      }
+      ++pos_;
+    }
+    if (!can_read()) {
+      warn("Exhausted all input expected for the current sequence while reading an input name" + where() + ".");
+      count_error(-1);
+      return false;
+    }
+    if (pos_ == name_begin) {
+      warn(std::string("Input name prefix ('|') is followed by an invalid character ('") + current() + "')" +
+           where() + ".");
+      count_error(-1);
+      return false;
+    }
+    std::string_view name(data_ + name_begin, pos_ - name_begin);
+    auto it = alias_to_stream_.find(name);
+    if (it == alias_to_stream_.end()) {
+      info("Skipping unknown input ('" + std::string(name) + "')" + where() + ". Input name '" +
+           std::string(name) + "' was not specified in the reader config section.");
+      return false;
+    }
+    const size_t stream = it->second;
+    const StreamInfo& info_s = (*ctx_.streams)[stream];
+    StreamStorage<T>& storage = chunk_.streams_[stream];
+    const size_t values_before = storage.values.size();
+    const size_t nnz_before = storage.nnz_counts.size();
+    bool ok = info_s.storage == StorageFormat::kDense ? read_dense(storage, info_s.sample_dim())
+                                                      : read_sparse(storage, info_s.sample_dim(), stream);
+    if (!ok) {
+      storage.values.resize(values_before);
+      if (info_s.storage != StorageFormat::kDense) {
+        storage.indices.resize(values_before);
+        storage.nnz_counts.resize(nnz_before);
+      }
+      count_error(static_cast<int>(stream));
+      return false;
+    }
+    ++samples_[stream];
+    return true;
+  }
+
+  bool read_dense(StreamStorage<T>& storage, size_t dim) {
+    const size_t begin = storage.values.size();
+    size_t count = 0;
+    while (can_read()) {
+      char c = current();
+      if (is_value_delimiter(c)) {
+        ++pos_;
+        continue;
+      }
+      if (!is_printable(c) || c == kNamePrefix) return finish_dense(storage, dim, begin, count);
+      double value;
+      if (!read_number(value)) return false;
+      storage.values.push_back(static_cast<T>(value));
+      ++count;
+    }
+    warn_row_exhausted();
+    warn("Exhausted all input expected for the current sequence while reading a dense sample" + where() + ".");
+    if (count == 0 && pos_ >= range_end_) return false;
+    // CNTK skips the size check and the zero padding here, which misaligns the stream; we apply both.
+    return finish_dense(storage, dim, begin, count);
+  }
+
+  bool finish_dense(StreamStorage<T>& storage, size_t dim, size_t begin, size_t count) {
+    if (count > dim) {
+      warn("Dense sample (size = " + std::to_string(count) + ")" + where() + " exceeds the expected size (" +
+           std::to_string(dim) + ").");
+      return false;
+    }
+    if (count < dim) {
+      warn("A dense sample" + where() + " has a sparse suffix (expected size = " + std::to_string(dim) +
+           ", actual size = " + std::to_string(count) + ").");
+      storage.values.resize(begin + dim, T(0));
+    }
+    return true;
+  }
+
+  bool read_sparse(StreamStorage<T>& storage, size_t dim, size_t stream) {
+    uint32_t count = 0;
+    while (can_read()) {
+      char c = current();
+      if (is_value_delimiter(c)) {
+        ++pos_;
+        continue;
+      }
+      if (!is_printable(c) || c == kNamePrefix) {
+        storage.nnz_counts.push_back(count);
+        return true;
+      }
+      uint64_t index;
+      if (!read_index(index)) return false;
+      if (index >= dim) {
+        warn("Sparse index value (" + std::to_string(index) + ")" + where() +
+             " exceeds the maximum expected value (" + std::to_string(dim - 1) + ").");
+        return false;
+      }
+      if (!can_read() || current() != kIndexDelimiter) {
+        if (!can_read()) {
+          warn("Exhausted all input expected for the current sequence while reading a sparse sample" + where() + ".");
+        } else {
+          warn(std::string("Unexpected character('") + current() +
+               "') in place of the index delimiter (':') after a sparse value index (" + std::to_string(index) +
+               ")" + where() + ".");
+        }
+        return false;
+      }
+      ++pos_;
+      double value;
+      if (!read_number(value)) return false;
+      storage.values.push_back(static_cast<T>(value));
+      storage.indices.push_back(static_cast<int32_t>(index));
+      ++count;
+    }
+    warn_row_exhausted();
+    warn("Exhausted all input expected for the current sequence while reading a sparse sample" + where() + ".");
+    // CNTK: success if the file is shorter than indexed or this stream already holds entries for this sequence.
+    const bool has_entries = storage.values.size() > current_slots_[stream].value_begin;
+    if (pos_ < range_end_ || has_entries) {
+      storage.nnz_counts.push_back(count);
+      return true;
+    }
+    return false;
+  }
+
+  bool read_index(uint64_t& value) {
+    if (!is_digit(current())) {
+      warn("Expected a uint64 value, but none found" + where() + ".");
+      return false;
+    }
+    value = 0;
+    while (can_read() && is_digit(current())) {
+      uint64_t digit = static_cast<uint64_t>(current() - '0');
+      if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) {
+        warn("Overflow while reading a uint64 value" + where() + ".");
+        return false;
+      }
+      value = value * 10 + digit;
+      ++pos_;
+    }
+    if (!can_read()) {
+      warn("Exhausted all input expected for the current sequence while reading a uint64 value" + where() + ".");
+      return false;
+    }
+    return true;
+  }
+
+  // CNTK's number state machine (spec §6.6): computed in double as N + F/D and C * 10^E, bit for bit.
+  bool read_number(double& out) {
+    enum class State { kInit, kSign, kInt, kPeriod, kFrac, kExp, kExpSign, kExpDigits };
+    State state = State::kInit;
+    bool negative = false;
+    double n = 0, c = 0, d = 1;
+    while (can_read()) {
+      const char ch = current();
+      const bool digit = is_digit(ch);
+      const double dv = digit ? static_cast<double>(ch - '0') : 0.0;
+      switch (state) {
+        case State::kInit:
+          if (digit) {
+            n = dv;
+            state = State::kInt;
+          } else if (ch == '+' || ch == '-') {
+            negative = ch == '-';
+            state = State::kSign;
+          } else {
+            warn(std::string("Unexpected character ('") + ch + "') in a floating point value" + where() + ".");
+            return false;
+          }
+          break;
+        case State::kSign:
+          if (!digit) {
+            warn(std::string("A sign symbol is followed by an invalid character ('") + ch +
+                 "') in a floating point value" + where() + ".");
+            return false;
+          }
+          n = dv;
+          state = State::kInt;
+          break;
+        case State::kInt:
+          if (digit) {
+            n = n * 10 + dv;
+          } else if (ch == '.') {
+            state = State::kPeriod;
+          } else if (ch == 'e' || ch == 'E') {
+            c = negative ? -n : n;
+            n = 0;
+            state = State::kExp;
+          } else {
+            out = negative ? -n : n;
+            return true;
+          }
+          break;
+        case State::kPeriod:
+          if (!digit) {
+            out = negative ? -n : n;
+            return true;
+          }
+          c = n;
+          n = dv;
+          d = 10;
+          state = State::kFrac;
+          break;
+        case State::kFrac:
+          if (digit) {
+            n = n * 10 + dv;
+            d = d * 10;
+          } else if (ch == 'e' || ch == 'E') {
+            c = c + n / d;
+            if (negative) c = -c;
+            state = State::kExp;
+          } else {
+            c = c + n / d;
+            out = negative ? -c : c;
+            return true;
+          }
+          break;
+        case State::kExp:
+          if (digit) {
+            negative = false;
+            n = dv;
+            state = State::kExpDigits;
+          } else if (ch == '+' || ch == '-') {
+            negative = ch == '-';
+            state = State::kExpSign;
+          } else {
+            warn(std::string("An exponent symbol is followed by an invalid character ('") + ch +
+                 "') in a floating point value" + where() + ".");
+            return false;
+          }
+          break;
+        case State::kExpSign:
+          if (!digit) {
+            warn(std::string("An exponent sign is followed by an invalid character ('") + ch +
+                 "') in a floating point value" + where() + ".");
+            return false;
+          }
+          n = dv;
+          state = State::kExpDigits;
+          break;
+        case State::kExpDigits:
+          if (digit) {
+            n = n * 10 + dv;
+          } else {
+            out = c * std::pow(10.0, negative ? -n : n);
+            return true;
+          }
+          break;
+      }
+      ++pos_;
+    }
+    if (pos_ < range_end_) {
+      warn("Expected more bytes of a floating point value, but the file ends" + where() + ".");
+      return false;
+    }
+    switch (state) {
+      case State::kInt:
+      case State::kPeriod:
+        out = negative ? -n : n;
+        return true;
+      case State::kFrac:
+        c = c + n / d;
+        out = negative ? -c : c;
+        return true;
+      case State::kExpDigits:
+        out = c * std::pow(10.0, negative ? -n : n);
+        return true;
+      default:
+        warn("Exhausted all input expected for the current sequence while reading a floating point value" +
+             where() + ".");
+        return false;
+    }
+  }
+
+  const ParseContext& ctx_;
+  const char* data_;
+  size_t file_size_;
+  CtfChunk<T>& chunk_;
+  std::unordered_map<std::string_view, size_t> alias_to_stream_;
+  size_t max_alias_length_ = 0;
+  int defining_stream_ = -1;
+  std::vector<uint64_t> samples_;
+  Slot* current_slots_ = nullptr;
+  uint64_t key_ = 0;
+  size_t pos_ = 0;
+  size_t range_end_ = 0;
+  size_t end_ = 0;
+};
+
+template <typename T>
+ChunkPtr parse_chunk_as(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count) {
+  auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count);
+  // Reserve from the byte size: a value takes at least 2 bytes in the file.
+  uint64_t bytes = 0;
+  for (uint64_t i = 0; i < count; ++i) bytes += index.sequences[first + i].size;
+  for (size_t s = 0; s < context.streams->size(); ++s) {
+    const StreamInfo& stream = (*context.streams)[s];
+    if (stream.storage == StorageFormat::kDense) {
+      uint64_t samples = 0;
+      for (uint64_t i = 0; i < count; ++i) samples += index.sequences[first + i].samples;
+      uint64_t estimate = std::min<uint64_t>(samples * stream.sample_dim(), bytes);
+      chunk->streams_[s].values.reserve(estimate);
+    }
+  }
+  ChunkParser<T> parser(context, *chunk);
+  for (uint64_t i = 0; i < count; ++i) parser.parse_sequence(index.sequences[first + i], i);
+  return chunk;
+}
+
+}  // namespace
+
+ChunkPtr parse_chunk(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count) {
+  if (context.element_type == ElementType::kFloat) return parse_chunk_as<float>(context, index, first, count);
+  return parse_chunk_as<double>(context, index, first, count);
+}
+
+}  // namespace cntkio::ctf

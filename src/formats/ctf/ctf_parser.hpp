@@ -1,0 +1,51 @@
+// Pass 2 of the CTF reader: parsing the rows of a chunk's sequences into per-stream buffers, with CNTK's
+// exact rules, messages and error budget (spec ctf.md §6, §7).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cntkio/ctf.hpp"
+#include "cntkio/sequence.hpp"
+#include "core/logger.hpp"
+#include "formats/ctf/ctf_index.hpp"
+
+namespace cntkio::ctf {
+
+/// The error budget shared by all chunk loads of one deserializer (CNTK: per parser, never reset).
+class ErrorBudget {
+ public:
+  explicit ErrorBudget(uint64_t max_errors) : remaining_(max_errors) {}
+  /// Counts one error; returns false when the budget was already exhausted (the caller must throw).
+  bool consume(const std::string& location);
+  uint64_t counted() const;
+  std::vector<std::string> first_locations() const;
+
+ private:
+  mutable std::mutex mutex_;
+  uint64_t remaining_;
+  uint64_t counted_ = 0;
+  std::vector<std::string> first_locations_;
+};
+
+/// Everything a chunk parse needs from its deserializer.
+struct ParseContext {
+  std::string_view data;                  ///< the whole file
+  const std::string* file = nullptr;      ///< path as configured (used in messages)
+  const std::vector<StreamInfo>* streams = nullptr;
+  ElementType element_type = ElementType::kFloat;
+  core::Logger* logger = nullptr;
+  ErrorBudget* budget = nullptr;
+  /// Hint printed with the budget error when warnings were hidden (trace level < 1).
+  std::atomic<bool>* had_warnings = nullptr;
+};
+
+/// Parses sequences [first, first + count) of `index` and returns the loaded chunk.
+ChunkPtr parse_chunk(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count);
+
+}  // namespace cntkio::ctf
