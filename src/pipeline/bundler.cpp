@@ -1,0 +1,165 @@
+#include "pipeline/bundler.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "cntkio/errors.hpp"
+
+namespace cntkio::pipeline {
+namespace {
+
+struct BundledSequence {
+  uint32_t index_in_primary_chunk;
+  uint32_t length;
+  SequenceKey key;
+};
+
+struct BundledChunkDescription {
+  uint32_t primary_chunk;
+  size_t samples = 0;
+  std::vector<BundledSequence> sequences;
+};
+
+// A loaded bundle: the primary chunk plus, per valid primary sequence, where its secondary data lies.
+class BundledChunk final : public Chunk {
+ public:
+  struct Part {
+    ChunkPtr chunk;  // null: the key was not found at load time
+    uint32_t index = 0;
+  };
+
+  BundledChunk(ChunkPtr primary, size_t secondaries, const std::vector<size_t>& stream_counts)
+      : primary_(std::move(primary)), secondaries_(secondaries), stream_counts_(stream_counts) {}
+
+  void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const override {
+    primary_->get_sequence(index_in_chunk, out);
+    auto it = parts_.find(index_in_chunk);
+    for (size_t d = 0; d < secondaries_; ++d) {
+      const Part* part = it == parts_.end() ? nullptr : &it->second[d];
+      if (part == nullptr || !part->chunk) {
+        for (size_t s = 0; s < stream_counts_[d + 1]; ++s) {
+          SequenceData invalid;
+          invalid.valid = false;
+          out.push_back(invalid);
+        }
+      } else {
+        part->chunk->get_sequence(part->index, out);
+      }
+    }
+  }
+
+  ChunkPtr primary_;
+  size_t secondaries_;
+  std::vector<size_t> stream_counts_;
+  std::map<uint32_t, std::vector<Part>> parts_;
+};
+
+class Bundler final : public Deserializer {
+ public:
+  explicit Bundler(std::vector<std::shared_ptr<Deserializer>> deserializers) : members_(std::move(deserializers)) {
+    int defining = -1;
+    for (size_t d = 0; d < members_.size(); ++d) {
+      const auto& member_streams = members_[d]->streams();
+      stream_counts_.push_back(member_streams.size());
+      for (const StreamInfo& s : member_streams) {
+        if (s.defines_mb_size) {
+          if (defining >= 0 && defining != static_cast<int>(d)) {
+            throw ConfigError("Only one deserializer may have a stream with definesMBSize=true.");
+          }
+          defining = static_cast<int>(d);
+        }
+        StreamInfo renumbered = s;
+        renumbered.id = static_cast<uint32_t>(streams_.size());
+        streams_.push_back(std::move(renumbered));
+      }
+    }
+    std::vector<SequenceInfo> primary;
+    for (const ChunkInfo& chunk : members_[0]->chunk_infos()) {
+      primary.clear();
+      members_[0]->sequence_infos_for_chunk(chunk.id, primary);
+      BundledChunkDescription bundled;
+      bundled.primary_chunk = chunk.id;
+      for (const SequenceInfo& p : primary) {
+        uint32_t max_length = p.number_of_samples;
+        uint32_t defining_length = defining == 0 ? p.number_of_samples : 0;
+        bool valid = true;
+        for (size_t d = 1; d < members_.size() && valid; ++d) {
+          std::optional<SequenceInfo> s = members_[d]->sequence_info_by_key(p.key);
+          if (!s) {
+            valid = false;
+            break;
+          }
+          max_length = std::max(max_length, s->number_of_samples);
+          if (static_cast<int>(d) == defining) defining_length = s->number_of_samples;
+        }
+        if (!valid) continue;
+        uint32_t length = defining >= 0 ? defining_length : max_length;
+        bundled.sequences.push_back(BundledSequence{p.index_in_chunk, length, p.key});
+        bundled.samples += length;
+      }
+      if (bundled.samples > 0) chunks_.push_back(std::move(bundled));
+    }
+    if (chunks_.empty()) {
+      throw Error("Could not reconcile data between different deserializers. Keys of logical sequences do not match.");
+    }
+  }
+
+  const std::vector<StreamInfo>& streams() const override { return streams_; }
+
+  std::vector<ChunkInfo> chunk_infos() const override {
+    std::vector<ChunkInfo> out;
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      out.push_back(ChunkInfo{static_cast<uint32_t>(i), chunks_[i].samples, chunks_[i].sequences.size()});
+    }
+    return out;
+  }
+
+  void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
+    // CNTK reports the primary's chunk id here, which makes its NoRandomizer fetch the wrong chunk once a
+    // primary chunk was dropped; we report our own (bundled) chunk id.
+    for (const BundledSequence& s : checked(chunk_id).sequences) {
+      out.push_back(SequenceInfo{s.index_in_primary_chunk, s.length, chunk_id, s.key});
+    }
+  }
+
+  ChunkPtr load_chunk(uint32_t chunk_id) override {
+    const BundledChunkDescription& description = checked(chunk_id);
+    auto chunk = std::make_shared<BundledChunk>(members_[0]->load_chunk(description.primary_chunk),
+                                                members_.size() - 1, stream_counts_);
+    std::vector<std::map<uint32_t, ChunkPtr>> loaded(members_.size());
+    for (const BundledSequence& s : description.sequences) {
+      std::vector<BundledChunk::Part> parts(members_.size() - 1);
+      for (size_t d = 1; d < members_.size(); ++d) {
+        std::optional<SequenceInfo> info = members_[d]->sequence_info_by_key(s.key);
+        if (!info) continue;
+        ChunkPtr& secondary = loaded[d][info->chunk_id];
+        if (!secondary) secondary = members_[d]->load_chunk(info->chunk_id);
+        parts[d - 1] = BundledChunk::Part{secondary, info->index_in_chunk};
+      }
+      chunk->parts_.emplace(s.index_in_primary_chunk, std::move(parts));
+    }
+    return chunk;
+  }
+
+  std::string key_to_string(const SequenceKey& key) const override { return members_[0]->key_to_string(key); }
+
+ private:
+  const BundledChunkDescription& checked(uint32_t chunk_id) const {
+    if (chunk_id >= chunks_.size()) throw UsageError("Bundled chunk " + std::to_string(chunk_id) + " does not exist.");
+    return chunks_[chunk_id];
+  }
+
+  std::vector<std::shared_ptr<Deserializer>> members_;
+  std::vector<size_t> stream_counts_;
+  std::vector<StreamInfo> streams_;
+  std::vector<BundledChunkDescription> chunks_;
+};
+
+}  // namespace
+
+std::shared_ptr<Deserializer> make_bundler(std::vector<std::shared_ptr<Deserializer>> deserializers) {
+  if (deserializers.size() < 2) throw UsageError("A bundler needs at least two deserializers.");
+  return std::make_shared<Bundler>(std::move(deserializers));
+}
+
+}  // namespace cntkio::pipeline

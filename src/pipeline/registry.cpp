@@ -1,0 +1,60 @@
+#include "pipeline/registry.hpp"
+
+#include <functional>
+#include <map>
+
+#include "cntkio/ctf.hpp"
+#include "cntkio/errors.hpp"
+#include "core/text.hpp"
+
+namespace cntkio::pipeline {
+namespace {
+
+using Factory = std::function<std::shared_ptr<Deserializer>(const Config&)>;
+
+struct Registration {
+  const char* type;
+  std::vector<const char*> reader_types;  // stand-alone readerType spellings (CNTK module names and aliases)
+  Factory factory;
+};
+
+const std::vector<Registration>& registrations() {
+  static const std::vector<Registration> kRegistrations = {
+      {"CNTKTextFormatDeserializer",
+       {"CNTKTextFormatReader", "Cntk.Deserializers.TextFormat"},
+       [](const Config& section) {
+         CtfOptions options = ctf_options_from_config(section, true);
+         options.keep_data_in_memory = false;  // only the stand-alone CTF reader honours it (spec ctf.md §9)
+         return make_ctf_deserializer(options);
+       }},
+  };
+  return kRegistrations;
+}
+
+}  // namespace
+
+std::shared_ptr<Deserializer> create_deserializer(const std::string& type, const Config& section) {
+  for (const Registration& r : registrations()) {
+    if (type == r.type) return r.factory(section);
+  }
+  std::string known;
+  for (const std::string& name : known_deserializer_types()) known += (known.empty() ? "" : ", ") + name;
+  throw ConfigError("Unknown deserializer type '" + type + "' (supported: " + known + ").", section.path() + ".type");
+}
+
+std::string deserializer_type_for_reader(const std::string& reader_type) {
+  for (const Registration& r : registrations()) {
+    for (const char* name : r.reader_types) {
+      if (core::iequals(reader_type, name)) return r.type;
+    }
+  }
+  return {};
+}
+
+std::vector<std::string> known_deserializer_types() {
+  std::vector<std::string> out;
+  for (const Registration& r : registrations()) out.emplace_back(r.type);
+  return out;
+}
+
+}  // namespace cntkio::pipeline

@@ -1,0 +1,53 @@
+// cntkio_conformance [--filter TEXT] [--expected FILE] [CONFORMANCE_DIR]
+// Prints one line per case and "N passed, M failed". With --expected, exits non-zero if any case named in
+// FILE (one name per line, '#' comments) does not pass.
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include "runner.hpp"
+
+int main(int argc, char** argv) {
+  std::string dir = CNTKIO_CONFORMANCE_DIR;
+  std::string filter;
+  std::string expected_file;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--filter" && i + 1 < argc) {
+      filter = argv[++i];
+    } else if (arg == "--expected" && i + 1 < argc) {
+      expected_file = argv[++i];
+    } else {
+      dir = arg;
+    }
+  }
+  std::vector<cntkio::conformance::CaseResult> results = cntkio::conformance::run_cases(dir, filter);
+  size_t passed = 0, failed = 0, cntk_passed = 0, cntk_total = 0;
+  std::set<std::string> passing;
+  for (const auto& r : results) {
+    std::cout << (r.passed ? "PASS " : "FAIL ") << r.name << " [" << r.kind << "/" << r.mode << "]";
+    if (!r.passed) std::cout << ": " << r.detail;
+    std::cout << '\n';
+    (r.passed ? passed : failed)++;
+    if (!r.generated) {
+      ++cntk_total;
+      if (r.passed) ++cntk_passed;
+    }
+    if (r.passed) passing.insert(r.name);
+  }
+  std::cout << "CNTK's own cases: " << cntk_passed << " of " << cntk_total << " runnable cases pass\n";
+  int status = 0;
+  if (!expected_file.empty()) {
+    std::ifstream in(expected_file);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      if (!passing.count(line)) {
+        std::cout << "REGRESSION: expected to pass: " << line << '\n';
+        status = 1;
+      }
+    }
+  }
+  std::cout << "conformance: " << passed << " passed, " << failed << " failed\n";
+  return status;
+}

@@ -1,0 +1,23 @@
+// Runs the cases of shared/conformance/cases.json through the code path of `cntkio dump`
+// (and the `parser` cases through the CTF deserializer directly).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cntkio::conformance {
+
+struct CaseResult {
+  std::string name;
+  std::string kind;
+  std::string mode;
+  bool generated = false;
+  bool passed = false;
+  std::string detail;  ///< why it failed
+};
+
+/// Runs every included case of `conformance_dir`/cases.json whose name matches `filter` (substring; empty:
+/// all). Changes the working directory while running a case and restores it afterwards.
+std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std::string& filter = {});
+
+}  // namespace cntkio::conformance
