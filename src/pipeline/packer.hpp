@@ -1,0 +1,53 @@
+// Packers: turn the sequences a SequenceEnumerator delivers into minibatches (CNTK's SequencePacker,
+// FramePacker and TruncatedBPTTPacker).
+//
+// - Sequence packer: per stream, sequences are placed first-fit into parallel rows as wide as the longest
+//   sequence (make_packed_layout); the rest of each row is a gap.
+// - Frame packer: every sequence is one sample; N sequences make an N x 1 layout.
+// - Truncated BPTT packer: a fixed number of parallel slots, each a queue of sequences that is emitted
+//   `truncation_length` samples at a time; sequences continue across minibatches (negative t_begin).
+//
+// Dense values are column-major with gap columns zeroed; sparse streams are CSC with columns in time-major
+// order (BPTT writes sparse input as dense). Minibatch::keys[i] is the key of the sequence whose layout
+// entries have sequence_index i.
+//
+// Thread-safety: a packer is used by one thread at a time; it calls its enumerator from that thread.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "cntkio/minibatch.hpp"
+#include "pipeline/sequence_enumerator.hpp"
+
+namespace cntkio::pipeline {
+
+class Packer {
+ public:
+  virtual ~Packer() = default;
+  /// New epoch or new configuration: forget partially packed state (BPTT slots), remember mb size / workers.
+  /// Throws UsageError for a minibatch size of 0 or an invalid worker split.
+  virtual void set_configuration(const EpochConfiguration& config) = 0;
+  /// Reads the next minibatch from the enumerator. With no data: a Minibatch with no streams, flags set.
+  virtual Minibatch read_minibatch() = 0;
+};
+
+/// `local_timeline`: budgets per worker (composite reader / v2) instead of the global minibatch size.
+std::unique_ptr<Packer> make_sequence_packer(std::shared_ptr<SequenceEnumerator> source, bool local_timeline);
+std::unique_ptr<Packer> make_frame_packer(std::shared_ptr<SequenceEnumerator> source, bool local_timeline);
+/// `truncation_length` is used unless the configuration's truncation_length is non-zero.
+/// `right_splice` (LC-BLSTM): the last right_splice samples of a full window are emitted again next time.
+std::unique_ptr<Packer> make_truncated_bptt_packer(std::shared_ptr<SequenceEnumerator> source,
+                                                   size_t truncation_length, size_t right_splice = 0);
+
+/// Per-worker sample budget with a local timeline: mb / W plus one for the first mb mod W ranks, at least 1.
+size_t local_minibatch_size(size_t minibatch_size, size_t num_workers, size_t worker_rank);
+
+/// CNTK's MBLayout::InitAsPackedSequences: width = longest length, sequence i goes to the first row with room
+/// (else a new row), entries in sequence order, then one gap per row that is not full. Lengths must be >= 1.
+Layout make_packed_layout(const std::vector<size_t>& lengths);
+/// CNTK's MBLayout::InitAsFrameMode: n rows x 1 step, sequence i at row i.
+Layout make_frame_layout(size_t n);
+
+}  // namespace cntkio::pipeline

@@ -1,0 +1,94 @@
+// SequencePacker and FramePacker: one enumerator call per minibatch, each stream laid out on its own.
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "pipeline/packer.hpp"
+#include "pipeline/packer_common.hpp"
+
+namespace cntkio::pipeline {
+
+namespace {
+
+using packer_detail::location;
+
+class SequencePacker : public Packer {
+ public:
+  SequencePacker(std::shared_ptr<SequenceEnumerator> source, bool local_timeline, bool frame_mode)
+      : source_(std::move(source)), local_timeline_(local_timeline), frame_mode_(frame_mode) {
+    if (!source_) throw UsageError("A packer needs a sequence enumerator.");
+    packer_detail::check_stream_names(source_->streams());
+  }
+
+  void set_configuration(const EpochConfiguration& config) override {
+    packer_detail::check_configuration(config);
+    const size_t mb = config.minibatch_size_in_samples;
+    if (local_timeline_) {
+      local_budget_ = local_minibatch_size(mb, config.num_workers, config.worker_rank);
+      global_budget_ = std::numeric_limits<size_t>::max();
+    } else {
+      local_budget_ = global_budget_ = mb;
+    }
+  }
+
+  Minibatch read_minibatch() override {
+    if (local_budget_ == 0) throw UsageError("read_minibatch() called before set_configuration().");
+    Sequences sequences = source_->get_next_sequences(global_budget_, local_budget_);
+    Minibatch result;
+    result.end_of_sweep = sequences.end_of_sweep;
+    result.end_of_epoch = sequences.end_of_epoch;
+    if (sequences.num_sequences() == 0) return result;
+
+    const auto& streams = source_->streams();
+    packer_detail::check_shape(sequences, streams.size());
+    result.keys.reserve(sequences.num_sequences());
+    for (const SequenceKey& key : sequences.keys) result.keys.push_back(source_->key_to_string(key));
+
+    result.streams.resize(streams.size());
+    std::vector<size_t> lengths(sequences.num_sequences());
+    for (size_t i = 0; i < streams.size(); ++i) {
+      const StreamInfo& stream = streams[i];
+      const auto& data = sequences.data[i];
+      for (size_t j = 0; j < data.size(); ++j) {
+        lengths[j] = data[j].number_of_samples;
+        if (lengths[j] == 0) {
+          throw FormatError("Sequences must be at least one frame long.", location(stream, result.keys[j]));
+        }
+        if (frame_mode_ && lengths[j] > 1) {
+          throw FormatError(
+              "Detected a non-frame sequence of size " + std::to_string(lengths[j]) + " in frame mode.",
+              location(stream, result.keys[j]));
+        }
+      }
+      StreamBatch& out = result.streams[i];
+      out.info = stream;
+      out.layout = frame_mode_ ? make_frame_layout(data.size()) : make_packed_layout(lengths);
+      if (stream.storage == StorageFormat::kDense) {
+        packer_detail::pack_dense(stream, out.layout, data, out.values);
+      } else {
+        packer_detail::pack_sparse(stream, out.layout, data, result.keys, out);
+      }
+    }
+    return result;
+  }
+
+ private:
+  std::shared_ptr<SequenceEnumerator> source_;
+  bool local_timeline_;
+  bool frame_mode_;
+  size_t global_budget_ = 0;
+  size_t local_budget_ = 0;  // 0 until configured
+};
+
+}  // namespace
+
+std::unique_ptr<Packer> make_sequence_packer(std::shared_ptr<SequenceEnumerator> source,
+                                             bool local_timeline) {
+  return std::make_unique<SequencePacker>(std::move(source), local_timeline, false);
+}
+
+std::unique_ptr<Packer> make_frame_packer(std::shared_ptr<SequenceEnumerator> source, bool local_timeline) {
+  return std::make_unique<SequencePacker>(std::move(source), local_timeline, true);
+}
+
+}  // namespace cntkio::pipeline
