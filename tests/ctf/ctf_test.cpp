@@ -1,0 +1,393 @@
+// Behaviour of the CTF deserializer: spec ctf.md §4 (index), §5 (cache), §6 (parser and errors).
+#include <gtest/gtest.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cntkio/ctf.hpp"
+#include "cntkio/errors.hpp"
+
+namespace fs = std::filesystem;
+using namespace cntkio;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("cntkio_ctf_test_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(counter_++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string write(const std::string& name, const std::string& content) const {
+    std::string p = (path_ / name).string();
+    std::ofstream(p, std::ios::binary) << content;
+    return p;
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+CtfStreamOptions dense(const std::string& name, size_t dim) {
+  CtfStreamOptions s;
+  s.name = name;
+  s.dim = dim;
+  return s;
+}
+CtfStreamOptions sparse(const std::string& name, size_t dim) {
+  CtfStreamOptions s = dense(name, dim);
+  s.storage = StorageFormat::kSparseCsc;
+  return s;
+}
+
+struct Parsed {
+  std::vector<std::vector<std::vector<float>>> dense;  // [sequence][stream] values (dense streams)
+  std::vector<std::vector<uint32_t>> samples;           // [sequence][stream]
+  std::vector<uint64_t> keys;
+  std::string log;
+};
+
+CtfOptions options_for(const std::string& file, std::vector<CtfStreamOptions> streams, uint64_t max_errors = 0) {
+  CtfOptions o;
+  o.file = file;
+  o.streams = std::move(streams);
+  o.max_errors = max_errors;
+  o.trace_level = 1;
+  return o;
+}
+
+Parsed read_all(CtfOptions o) {
+  Parsed p;
+  o.log_sink = [&p](int, std::string_view line) {
+    p.log.append(line);
+    p.log.push_back('\n');
+  };
+  auto d = make_ctf_deserializer(o);
+  for (const ChunkInfo& c : d->chunk_infos()) {
+    std::vector<SequenceInfo> infos;
+    d->sequence_infos_for_chunk(c.id, infos);
+    ChunkPtr chunk = d->load_chunk(c.id);
+    for (const SequenceInfo& info : infos) {
+      std::vector<SequenceData> data;
+      chunk->get_sequence(info.index_in_chunk, data);
+      p.keys.push_back(info.key.sequence);
+      std::vector<std::vector<float>> values;
+      std::vector<uint32_t> counts;
+      for (size_t s = 0; s < data.size(); ++s) {
+        counts.push_back(data[s].number_of_samples);
+        const auto* v = static_cast<const float*>(data[s].values);
+        size_t n = o.streams[s].storage == StorageFormat::kDense ? data[s].number_of_samples * o.streams[s].dim
+                                                                  : data[s].total_nnz;
+        values.emplace_back(v, v + n);
+      }
+      p.dense.push_back(values);
+      p.samples.push_back(counts);
+    }
+  }
+  return p;
+}
+
+// Runs `content` through the parser and returns the FormatError it raises.
+FormatError expect_format_error(const std::string& content, std::vector<CtfStreamOptions> streams,
+                                uint64_t max_errors = 0, bool skip_ids = false) {
+  TempDir dir;
+  std::string file = dir.write("data.ctf", content);
+  CtfOptions o = options_for(file, std::move(streams), max_errors);
+  o.skip_sequence_ids = skip_ids;
+  o.trace_level = 0;
+  try {
+    read_all(o);
+  } catch (const FormatError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no FormatError for: " << content;
+  return FormatError("none", {});
+}
+
+void expect_budget_error_at(const std::string& content, std::vector<CtfStreamOptions> streams, uint64_t line,
+                            uint64_t column) {
+  FormatError e = expect_format_error(content, std::move(streams));
+  EXPECT_EQ(e.cntk_text(), "Reached the maximum number of allowed errors while reading the input file (" +
+                               e.location().file + ").");
+  EXPECT_NE(e.location().file.find("data.ctf"), std::string::npos);
+  ASSERT_TRUE(e.location().line.has_value());
+  EXPECT_EQ(*e.location().line, line) << e.what();
+  ASSERT_TRUE(e.location().column.has_value());
+  EXPECT_EQ(*e.location().column, column) << e.what();
+  EXPECT_NE(std::string(e.what()).find("line " + std::to_string(line)), std::string::npos) << e.what();
+}
+
+}  // namespace
+
+TEST(CtfParser, ReadsDenseAndSparseWithIds) {
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "7 |x 1 2 |y 3:0.5\n7 |x 3 4\n9\t|y 0:1 2:2 |x -1.5e1 +2.\n");
+  Parsed p = read_all(options_for(f, {dense("x", 2), sparse("y", 4)}));
+  ASSERT_EQ(p.keys, (std::vector<uint64_t>{7, 9}));
+  EXPECT_EQ(p.dense[0][0], (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(p.dense[0][1], (std::vector<float>{0.5f}));
+  EXPECT_EQ(p.samples[0], (std::vector<uint32_t>{2, 1}));
+  EXPECT_EQ(p.dense[1][0], (std::vector<float>{-15, 2}));
+  EXPECT_EQ(p.dense[1][1], (std::vector<float>{1, 2}));
+}
+
+TEST(CtfParser, LineModeKeysAreLineNumbersCountingLeadingBlankLines) {
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "\xEF\xBB\xBF\n\n|x 1\n|x 2\r\n|x 3");
+  Parsed p = read_all(options_for(f, {dense("x", 1)}));
+  EXPECT_EQ(p.keys, (std::vector<uint64_t>{2, 3, 4}));
+  EXPECT_EQ(p.dense[2][0], (std::vector<float>{3}));
+}
+
+TEST(CtfParser, NumbersFollowCntkStateMachine) {
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "|x 45. 02.0 9.10e-11 1E+05 -6.4265e+020\n");
+  Parsed p = read_all(options_for(f, {dense("x", 5)}));
+  EXPECT_EQ(p.dense[0][0], (std::vector<float>{45.f, 2.f, 9.1e-11f, 1e5f, -6.4265e20f}));
+}
+
+TEST(CtfParser, DoubleUsesCntkFormulaNotStrtod) {
+  // spec §6.6: 71.792817565 is 0x1.1f2bd85e257a4p+6 with CNTK's N + F/D, strtod gives ...a3p+6.
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "|x 71.792817565\n");
+  CtfOptions o = options_for(f, {dense("x", 1)});
+  o.element_type = ElementType::kDouble;
+  auto d = make_ctf_deserializer(o);
+  std::vector<SequenceData> data;
+  ChunkPtr chunk = d->load_chunk(0);
+  chunk->get_sequence(0, data);
+  EXPECT_EQ(static_cast<const double*>(data[0].values)[0], 0x1.1f2bd85e257a4p+6);
+}
+
+TEST(CtfParser, FewerDenseValuesAreZeroPaddedEvenAtEndOfFile) {
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "|x 1\n|x 1 2");
+  Parsed p = read_all(options_for(f, {dense("x", 3)}));
+  EXPECT_EQ(p.dense[0][0], (std::vector<float>{1, 0, 0}));
+  // CNTK leaves this last sample with 2 values (misaligned); we pad it (docs/differences-from-cntk.md).
+  EXPECT_EQ(p.dense[1][0], (std::vector<float>{1, 2, 0}));
+  EXPECT_NE(p.log.find("has a sparse suffix (expected size = 3, actual size = 1)"), std::string::npos);
+}
+
+TEST(CtfParser, CommentsAndUnknownInputsAreNotErrors) {
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "1 |# note |x 1 |unknown 5 6\n1 |unknown |#c |x 2\n");
+  Parsed p = read_all(options_for(f, {dense("x", 1)}));
+  EXPECT_EQ(p.samples[0][0], 2u);
+  EXPECT_EQ(p.dense[0][0], (std::vector<float>{1, 2}));
+}
+
+TEST(CtfErrors, BadNumberNamesFileLineAndColumn) {
+  expect_budget_error_at("1 |x 1\n1 |x 2,0\n", {dense("x", 1)}, 2, 7);
+}
+
+TEST(CtfErrors, SparseIndexNotBelowDim) { expect_budget_error_at("1 |y 3:1\n1 |y 10:1\n", {sparse("y", 10)}, 2, 8); }
+
+TEST(CtfErrors, EmptyNameAfterPrefix) { expect_budget_error_at("1 |x 1\n1 | x 1\n", {dense("x", 1)}, 2, 4); }
+
+TEST(CtfErrors, TooManyDenseValues) { expect_budget_error_at("1 |x 1 2 3\n", {dense("x", 2)}, 1, 11); }
+
+TEST(CtfErrors, BlankLineInsideSequence) {
+  // The blank row fails (error 1) at the start of line 3 once its LF is consumed.
+  expect_budget_error_at("1 |x 1\n\n2 |x 2\n", {dense("x", 1)}, 3, 1);
+}
+
+TEST(CtfErrors, UnknownAliasOnlyRowIsAnError) {
+  // An unknown input is skipped silently, but a row with nothing else fails.
+  expect_budget_error_at("1 |x 1\n1 |z 2\n", {dense("x", 1)}, 3, 1);
+}
+
+TEST(CtfErrors, MissingTrailingNewlineWithValueIsFine) {
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "|x 6.78");
+  Parsed p = read_all(options_for(f, {dense("x", 1)}));
+  EXPECT_EQ(p.dense[0][0], (std::vector<float>{6.78f}));
+  EXPECT_NE(p.log.find("Possibly, a trailing newline is missing."), std::string::npos);
+}
+
+TEST(CtfErrors, NameCutByEndOfFileIsAnError) { expect_budget_error_at("|x 1\n|x", {dense("x", 1)}, 2, 3); }
+
+TEST(CtfErrors, SequenceIdOverflowIsFatal) {
+  FormatError e = expect_format_error("99999999999999999999 |x 1\n", {dense("x", 1)});
+  EXPECT_NE(e.cntk_text().find("Overflow while reading a sequence id"), std::string::npos);
+  EXPECT_EQ(*e.location().line, 1u);
+}
+
+TEST(CtfErrors, EmptyFileIsFatal) {
+  FormatError e = expect_format_error("", {dense("x", 1)});
+  EXPECT_EQ(e.cntk_text(), "Input file is empty.");
+  EXPECT_NE(std::string(e.what()).find("data.ctf"), std::string::npos);
+  FormatError blank = expect_format_error(" \n\t\n", {dense("x", 1)});
+  EXPECT_NE(blank.cntk_text().find("Input file is empty"), std::string::npos);
+}
+
+TEST(CtfErrors, Utf16BomIsFatal) {
+  FormatError e = expect_format_error(std::string("\xFF\xFE|\0x\0", 6), {dense("x", 1)});
+  EXPECT_NE(e.cntk_text().find("UTF-16"), std::string::npos);
+  EXPECT_EQ(*e.location().line, 1u);
+  EXPECT_EQ(*e.location().byte_offset, 0u);
+}
+
+TEST(CtfErrors, MissingIdInIdModeIsFatal) {
+  FormatError e = expect_format_error("12", {dense("x", 1)});
+  EXPECT_NE(e.cntk_text().find("Expected a sequence id at the offset 0"), std::string::npos);
+}
+
+TEST(CtfErrors, StreamEmptyForWholeSequenceIsFatalWhateverTheBudget) {
+  FormatError e = expect_format_error("1 |x 1\n2 |y 1:1\n", {dense("x", 1), sparse("y", 2)}, 1000);
+  EXPECT_EQ(e.cntk_text(), "Malformed input file. Bailing out.");
+  EXPECT_EQ(e.location().sequence_key, "1");
+  EXPECT_EQ(e.location().stream, "y");
+}
+
+TEST(CtfErrors, DuplicateInputOnOneLine) {
+  expect_budget_error_at("1 |a 1.0 |b 2.0 |b 3.0\n", {dense("a", 1), dense("b", 1)}, 2, 1);
+}
+
+TEST(CtfMaxErrors, SkipsExactlyTheBadSamplesAndCountsThem) {
+  // Row 2 has a bad value (error 1), row 3 a bad sparse index (error 2), and sequence 1 then has fewer samples
+  // of x than rows (error 3). maxErrors = 3 tolerates all; 2 does not.
+  const std::string content = "1 |x 1 |y 0:1\n1 |x 2,0 |y 1:1\n1 |x 3 |y 9:1\n2 |x 4 |y 1:2\n";
+  TempDir dir;
+  std::string f = dir.write("a.ctf", content);
+  CtfOptions o = options_for(f, {dense("x", 1), sparse("y", 3)}, 3);
+  o.trace_level = 0;
+  auto d = make_ctf_deserializer(o);
+  ChunkPtr chunk = d->load_chunk(0);
+  std::vector<SequenceData> data;
+  chunk->get_sequence(0, data);
+  EXPECT_EQ(data[0].number_of_samples, 2u);  // x: rows 1 and 3
+  EXPECT_EQ(static_cast<const float*>(data[0].values)[0], 1.f);
+  EXPECT_EQ(static_cast<const float*>(data[0].values)[1], 3.f);
+  EXPECT_EQ(data[1].number_of_samples, 2u);  // y: rows 1 and 2
+  EXPECT_EQ(data[1].indices[1], 1);
+  CtfErrorSummary summary = ctf_error_summary(*d);
+  EXPECT_EQ(summary.errors, 3u);
+  ASSERT_EQ(summary.first_locations.size(), 3u);
+  EXPECT_NE(summary.first_locations[0].find(":2:7"), std::string::npos) << summary.first_locations[0];
+
+  o.max_errors = 2;
+  auto strict = make_ctf_deserializer(o);
+  EXPECT_THROW(strict->load_chunk(0), FormatError);
+}
+
+TEST(CtfMaxErrors, BudgetIsNotResetBetweenChunkLoads) {
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "1 |x 1\n1 |x bad\n");
+  // Each load costs 3 errors: the bad value, the row without a sample, the sequence shorter than its rows.
+  CtfOptions o = options_for(f, {dense("x", 1)}, 3);
+  o.trace_level = 0;
+  auto d = make_ctf_deserializer(o);
+  EXPECT_NO_THROW(d->load_chunk(0));
+  EXPECT_THROW(d->load_chunk(0), FormatError);
+}
+
+TEST(CtfIndex, DefinesMbSizeCountsOnlyLinesWithTheMainStream) {
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "1 |a 1 |b 1\n1 |b 2\n1 |a 3\n2 |b 4\n3 |a 5\n");
+  CtfOptions o = options_for(f, {dense("a", 1), dense("b", 1)});
+  o.streams[0].defines_mb_size = true;
+  auto d = make_ctf_deserializer(o);
+  std::vector<SequenceInfo> infos;
+  d->sequence_infos_for_chunk(0, infos);
+  ASSERT_EQ(infos.size(), 2u);  // sequence 2 has no |a and is dropped from the index
+  EXPECT_EQ(infos[0].key.sequence, 1u);
+  EXPECT_EQ(infos[0].number_of_samples, 2u);
+  EXPECT_EQ(infos[1].key.sequence, 3u);
+}
+
+TEST(CtfIndex, ChunksAreFormedGreedilyBySpan) {
+  TempDir dir;
+  // Three sequences of 10 bytes each; a 25-byte limit gives {s0, s1}, {s2}.
+  std::string f = dir.write("a.ctf", "1 |x 1.00\n2 |x 2.00\n3 |x 3.00\n");
+  CtfOptions o = options_for(f, {dense("x", 1)});
+  o.chunk_size_in_bytes = 25;
+  auto d = make_ctf_deserializer(o);
+  auto chunks = d->chunk_infos();
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[0].number_of_sequences, 2u);
+  EXPECT_EQ(chunks[1].number_of_sequences, 1u);
+}
+
+TEST(CtfIndexCache, SecondOpenOfLargeFileUsesCacheWithIdenticalData) {
+  TempDir dir;
+  std::string path = (dir.path() / "big.ctf").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    std::mt19937_64 rng(5);
+    std::string line;
+    uint64_t bytes = 0;
+    for (uint64_t seq = 0; bytes < (100ull << 20); ++seq) {
+      int rows = 1 + static_cast<int>(rng() % 4);
+      for (int r = 0; r < rows; ++r) {
+        line = std::to_string(seq) + " |x " + std::to_string(rng() % 1000) + "." + std::to_string(rng() % 1000) +
+               " " + std::to_string(rng() % 97) + " |y " + std::to_string(rng() % 50) + ":1\n";
+        out << line;
+        bytes += line.size();
+      }
+    }
+  }
+  CtfOptions o = options_for(path, {dense("x", 2), sparse("y", 50)});
+  o.cache_index = true;
+  o.chunk_size_in_bytes = 8 << 20;
+  auto first = make_ctf_deserializer(o);
+  CtfIndexSummary s1 = ctf_index_summary(*first);
+  EXPECT_FALSE(s1.loaded_from_cache);
+  EXPECT_EQ(s1.cache_file, path + "._.0.0.0.v1.cache");
+  ASSERT_TRUE(fs::exists(s1.cache_file));
+  EXPECT_EQ(fs::file_size(s1.cache_file), 32 + 32 * s1.sequences);
+
+  auto second = make_ctf_deserializer(o);
+  CtfIndexSummary s2 = ctf_index_summary(*second);
+  EXPECT_TRUE(s2.loaded_from_cache);
+  EXPECT_EQ(s2.sequences, s1.sequences);
+  EXPECT_EQ(s2.samples, s1.samples);
+  ASSERT_EQ(second->chunk_infos().size(), first->chunk_infos().size());
+  for (uint32_t c : {0u, static_cast<uint32_t>(s1.chunks - 1)}) {
+    std::vector<SequenceInfo> a, b;
+    first->sequence_infos_for_chunk(c, a);
+    second->sequence_infos_for_chunk(c, b);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].key.sequence, b[i].key.sequence);
+      EXPECT_EQ(a[i].number_of_samples, b[i].number_of_samples);
+    }
+    ChunkPtr ca = first->load_chunk(c), cb = second->load_chunk(c);
+    std::vector<SequenceData> da, db;
+    ca->get_sequence(static_cast<uint32_t>(a.size() - 1), da);
+    cb->get_sequence(static_cast<uint32_t>(b.size() - 1), db);
+    ASSERT_EQ(da[0].number_of_samples, db[0].number_of_samples);
+    for (size_t k = 0; k < 2 * da[0].number_of_samples; ++k) {
+      EXPECT_EQ(static_cast<const float*>(da[0].values)[k], static_cast<const float*>(db[0].values)[k]);
+    }
+  }
+
+  // A data file newer than its cache invalidates the cache.
+  struct timeval times[2];
+  ::gettimeofday(&times[0], nullptr);
+  times[0].tv_sec += 10;
+  times[1] = times[0];
+  ASSERT_EQ(::utimes(path.c_str(), times), 0);
+  auto third = make_ctf_deserializer(o);
+  EXPECT_FALSE(ctf_index_summary(*third).loaded_from_cache);
+}
+
+TEST(CtfIndexCache, CorruptCacheIsIgnored) {
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "1 |x 1\n2 |x 2\n");
+  CtfOptions o = options_for(f, {dense("x", 1)});
+  o.cache_index = true;
+  dir.write("a.ctf._.0.0.0.v1.cache", "garbage that is not an index");
+  auto d = make_ctf_deserializer(o);
+  EXPECT_FALSE(ctf_index_summary(*d).loaded_from_cache);
+  EXPECT_EQ(ctf_index_summary(*d).sequences, 2u);
+}
