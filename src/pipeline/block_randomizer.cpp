@@ -1,0 +1,152 @@
+#include "pipeline/block_randomizer.hpp"
+
+#include <algorithm>
+
+#include "pipeline/randomizer_common.hpp"
+
+namespace cntkio::pipeline {
+
+BlockRandomizer::BlockRandomizer(std::shared_ptr<Deserializer> deserializer, size_t window,
+                                 bool sample_based_window, uint64_t seed_offset, size_t max_invalid_sequences)
+    : deserializer_(std::move(deserializer)),
+      chunk_randomizer_(non_empty_chunks(*deserializer_), window, sample_based_window),
+      sequence_randomizer_(*deserializer_, chunk_randomizer_),
+      cleaner_(max_invalid_sequences),
+      seed_offset_(seed_offset),
+      sweep_samples_(chunk_randomizer_.total_samples()),
+      num_chunks_(chunk_randomizer_.size()),
+      epoch_size_(sweep_samples_) {}
+
+void BlockRandomizer::start_epoch(const EpochConfiguration& config) {
+  check_workers(config);
+  const size_t size = epoch_size_in_samples(config, sweep_samples_);
+  num_workers_ = config.num_workers;
+  worker_rank_ = config.worker_rank;
+  allow_cross_ = config.allow_minibatches_to_cross_sweeps;
+  epoch_size_ = size;
+  epoch_start_ = size * config.epoch_index;
+  set_current_sample_position(epoch_start_);
+}
+
+void BlockRandomizer::set_configuration(const EpochConfiguration& config) {
+  check_workers(config);
+  num_workers_ = config.num_workers;
+  worker_rank_ = config.worker_rank;
+  allow_cross_ = config.allow_minibatches_to_cross_sweeps;
+}
+
+void BlockRandomizer::prepare_sweep(size_t position) {
+  const size_t sweep = position / sweep_samples_;
+  if (has_sweep_ && sweep == sweep_) return;
+  has_sweep_ = true;
+  sweep_ = sweep;
+  chunk_randomizer_.randomize(seed_offset_ + sweep);
+  sequence_randomizer_.reset(seed_offset_ + sweep);
+  position_of_chunk_.resize(num_chunks_);
+  const auto& chunks = chunk_randomizer_.chunks();
+  for (size_t p = 0; p < chunks.size(); ++p) position_of_chunk_[chunks[p].original_index] = p;
+}
+
+void BlockRandomizer::set_current_sample_position(size_t position) {
+  prepare_sweep(position);
+  const size_t offset = sequence_randomizer_.seek(position % sweep_samples_, seed_offset_ + sweep_);
+  position_ = sweep_ * sweep_samples_ + offset;
+  if (worker_rank_ >= num_chunks_) position_ = epoch_start_ + epoch_size_;  // this worker never gets data
+  evict();
+}
+
+Sequences BlockRandomizer::get_next_sequences(size_t global_sample_count, size_t local_sample_count) {
+  check_budgets(global_sample_count, local_sample_count);
+  Sequences result;
+  result.data.resize(deserializer_->streams().size());
+  size_t global_sum = 0;
+  size_t local_sum = 0;
+  do {
+    // After a sweep end (only reached again with crossing allowed) no sequence is forced in.
+    const bool boundary = result.end_of_sweep;
+    auto [global, local] =
+        load(global_sample_count - global_sum, local_sample_count - local_sum, result, !boundary);
+    if (boundary && global == 0) break;
+    global_sum += global;
+    local_sum += local;
+  } while (allow_cross_ && !result.end_of_epoch && result.end_of_sweep && global_sample_count > global_sum &&
+           local_sample_count > local_sum);
+  cleaner_.clean(result);
+  return result;
+}
+
+std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t local_budget, Sequences& result,
+                                                bool at_least_one) {
+  prepare_sweep(position_);
+  const size_t sweep_offset = position_ % sweep_samples_;
+  const size_t end = epoch_start_ + epoch_size_;
+  if (position_ >= end) {
+    result.end_of_epoch = true;
+    result.end_of_sweep |= position_ >= sweep_samples_ && sweep_offset == 0;
+    return {0, 0};
+  }
+  global_budget = std::min(global_budget, sweep_samples_ - sweep_offset);
+  size_t global = 0;
+  size_t local = 0;
+  taken_.clear();
+  sequence_randomizer_.next([&](const RandomizedSequence& s) {
+    const bool is_local = s.source_position % num_workers_ == worker_rank_;
+    if (!at_least_one) {
+      if (global + s.number_of_samples > global_budget) return false;
+      if (is_local && local + s.number_of_samples > local_budget) return false;
+    }
+    if (position_ + global >= end) {
+      result.end_of_epoch = true;
+      result.end_of_sweep |= sweep_offset + global >= sweep_samples_;
+      return false;
+    }
+    if (is_local) {
+      taken_.push_back(s);
+      local += s.number_of_samples;
+      at_least_one = false;
+    }
+    global += s.number_of_samples;
+    return true;
+  });
+  result.end_of_sweep |= sweep_offset + global >= sweep_samples_;
+  result.end_of_epoch |= position_ + global >= end;
+  position_ += global;
+
+  for (const RandomizedSequence& s : taken_) {
+    const ChunkPtr chunk = chunk_at(s.source_position);
+    append_sequence(result, chunk, chunk_randomizer_.chunks()[s.source_position].chunk_id, s.index_in_chunk,
+                    s.key, scratch_);
+  }
+  evict();
+  return {global, local};
+}
+
+ChunkPtr BlockRandomizer::chunk_at(size_t source_position) {
+  const RandomizedChunk& c = chunk_randomizer_.chunks()[source_position];
+  auto it = cache_.find(c.original_index);
+  if (it != cache_.end()) return it->second;
+  ChunkPtr chunk = load_chunk_checked(*deserializer_, c.chunk_id);
+  cache_.emplace(c.original_index, chunk);
+  return chunk;
+}
+
+// Keeps only this worker's chunks at positions the sequence randomizer still holds: later sequences of
+// this sweep can only come from those. Nothing is needed once the sweep is delivered.
+void BlockRandomizer::evict() {
+  if (sequence_randomizer_.at_sweep_end()) {
+    cache_.clear();
+    return;
+  }
+  const size_t begin = sequence_randomizer_.loaded_begin();
+  const size_t end = sequence_randomizer_.loaded_end();
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    const size_t p = position_of_chunk_[it->first];
+    if (p >= begin && p < end && p % num_workers_ == worker_rank_) {
+      ++it;
+    } else {
+      it = cache_.erase(it);
+    }
+  }
+}
+
+}  // namespace cntkio::pipeline

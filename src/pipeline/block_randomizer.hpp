@@ -1,0 +1,85 @@
+// BlockRandomizer: CNTK's block randomization on the global timeline (BlockRandomizer.cpp).
+//
+// Every sweep s shuffles the chunks and then the sequences within rolling windows, both seeded with
+// seed_offset + s, which reproduces CNTK's order exactly. All workers walk the same global timeline; worker r
+// of W keeps the sequences whose source chunk position is r mod W and only ever loads those chunks. Chunks
+// stay cached while the sequence window may still need them, so memory is bounded by the window.
+//
+// Thread-safety: none; one thread drives an instance (the packer's).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cntkio/deserializer.hpp"
+#include "pipeline/chunk_randomizer.hpp"
+#include "pipeline/sequence_cleaner.hpp"
+#include "pipeline/sequence_enumerator.hpp"
+#include "pipeline/sequence_randomizer.hpp"
+
+namespace cntkio::pipeline {
+
+class BlockRandomizer : public SequenceEnumerator {
+ public:
+  /// `window` is R in samples if `sample_based_window`, else in chunks; `seed_offset` is randomizationSeed;
+  /// `max_invalid_sequences` is what the invalid-sequence cleaner tolerates. Until start_epoch the
+  /// enumerator reads one sweep as worker 0 of 1 from position 0. Throws Error if the input has no data.
+  BlockRandomizer(std::shared_ptr<Deserializer> deserializer, size_t window, bool sample_based_window,
+                  uint64_t seed_offset, size_t max_invalid_sequences = 0);
+  BlockRandomizer(const BlockRandomizer&) = delete;  // members refer to each other
+  BlockRandomizer& operator=(const BlockRandomizer&) = delete;
+
+  const std::vector<StreamInfo>& streams() const override { return deserializer_->streams(); }
+  void start_epoch(const EpochConfiguration& config) override;
+  /// Takes workers, rank and sweep crossing from `config`; the position and epoch stay (callers re-apply
+  /// the position with set_current_sample_position, as CNTK's shim does).
+  void set_configuration(const EpochConfiguration& config) override;
+  Sequences get_next_sequences(size_t global_sample_count, size_t local_sample_count) override;
+  size_t current_sample_position() const override { return position_; }
+  void set_current_sample_position(size_t position) override;
+  std::string key_to_string(const SequenceKey& key) const override {
+    return deserializer_->key_to_string(key);
+  }
+
+  /// Sweep size S in scheduling samples.
+  size_t sweep_size() const { return sweep_samples_; }
+  /// Invalid sequences dropped so far.
+  size_t invalid_sequences_removed() const { return cleaner_.removed(); }
+  /// Chunks currently held in the cache.
+  size_t cached_chunk_count() const { return cache_.size(); }
+
+ private:
+  void prepare_sweep(size_t position);
+  std::pair<size_t, size_t> load(size_t global_budget, size_t local_budget, Sequences& result,
+                                 bool at_least_one);
+  ChunkPtr chunk_at(size_t source_position);
+  void evict();
+
+  std::shared_ptr<Deserializer> deserializer_;
+  ChunkRandomizer chunk_randomizer_;
+  SequenceRandomizer sequence_randomizer_;
+  SequenceCleaner cleaner_;
+  uint64_t seed_offset_;
+  size_t sweep_samples_;
+  size_t num_chunks_;
+
+  size_t num_workers_ = 1;
+  size_t worker_rank_ = 0;
+  bool allow_cross_ = false;
+  size_t epoch_start_ = 0;
+  size_t epoch_size_;
+  size_t position_ = 0;
+  bool has_sweep_ = false;
+  size_t sweep_ = 0;
+
+  std::vector<size_t> position_of_chunk_;       // original chunk index -> position in this sweep
+  std::unordered_map<size_t, ChunkPtr> cache_;  // by original chunk index
+  std::vector<RandomizedSequence> taken_;
+  std::vector<SequenceData> scratch_;
+};
+
+}  // namespace cntkio::pipeline

@@ -1,0 +1,139 @@
+#include "pipeline/no_randomizer.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "cntkio/errors.hpp"
+#include "pipeline/randomizer_common.hpp"
+
+namespace cntkio::pipeline {
+
+NoRandomizer::NoRandomizer(std::shared_ptr<Deserializer> deserializer, size_t max_invalid_sequences)
+    : deserializer_(std::move(deserializer)),
+      chunks_(non_empty_chunks(*deserializer_)),
+      cleaner_(max_invalid_sequences),
+      sweep_samples_(pipeline::sweep_size(chunks_)),
+      epoch_end_(sweep_samples_) {
+  size_t samples = 0;
+  size_t sequences = 0;
+  for (const ChunkInfo& c : chunks_) {
+    chunk_sample_start_.push_back(samples);
+    chunk_sequence_start_.push_back(sequences);
+    samples += c.number_of_samples;
+    sequences += c.number_of_sequences;
+  }
+  enter_chunk(0);
+  set_current_sample_position(0);
+}
+
+void NoRandomizer::start_epoch(const EpochConfiguration& config) {
+  check_workers(config);
+  const size_t size = epoch_size_in_samples(config, sweep_samples_);
+  num_workers_ = config.num_workers;
+  worker_rank_ = config.worker_rank;
+  allow_cross_ = config.allow_minibatches_to_cross_sweeps;
+  set_current_sample_position(size * config.epoch_index);
+  epoch_end_ = size * (config.epoch_index + 1);
+}
+
+void NoRandomizer::set_configuration(const EpochConfiguration& config) {
+  check_workers(config);
+  num_workers_ = config.num_workers;
+  worker_rank_ = config.worker_rank;
+  allow_cross_ = config.allow_minibatches_to_cross_sweeps;
+}
+
+void NoRandomizer::enter_chunk(size_t chunk) {
+  chunk_ = chunk;
+  sequence_in_chunk_ = 0;
+  sequences_.clear();
+  deserializer_->sequence_infos_for_chunk(chunks_[chunk].id, sequences_);
+  if (sequences_.size() != chunks_[chunk].number_of_sequences) {
+    throw Error("Chunk " + std::to_string(chunks_[chunk].id) + " lists " + std::to_string(sequences_.size()) +
+                " sequences but its chunk description says " +
+                std::to_string(chunks_[chunk].number_of_sequences) +
+                "; the deserializer's index is inconsistent.");
+  }
+}
+
+void NoRandomizer::move_to_next_sequence() {
+  if (++sequence_in_chunk_ < sequences_.size()) return;
+  enter_chunk(chunk_ + 1 == chunks_.size() ? 0 : chunk_ + 1);
+}
+
+void NoRandomizer::set_current_sample_position(size_t position) {
+  const size_t offset = position % sweep_samples_;
+  const size_t chunk =
+      static_cast<size_t>(std::upper_bound(chunk_sample_start_.begin(), chunk_sample_start_.end(), offset) -
+                          chunk_sample_start_.begin() - 1);
+  if (chunk != chunk_) {
+    enter_chunk(chunk);
+  } else {
+    sequence_in_chunk_ = 0;
+  }
+  const size_t offset_in_chunk = offset - chunk_sample_start_[chunk];
+  size_t skipped = 0;
+  // Stops at the first sequence starting at or after the offset; that may be the next chunk's first.
+  while (skipped < offset_in_chunk) {
+    skipped += sequences_[sequence_in_chunk_].number_of_samples;
+    move_to_next_sequence();
+  }
+  position_ = position - offset_in_chunk + skipped;
+  global_sequence_ = chunk_sequence_start_[chunk_] + sequence_in_chunk_;
+}
+
+Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t local_sample_count) {
+  check_budgets(global_sample_count, local_sample_count);
+  Sequences result;
+  result.data.resize(deserializer_->streams().size());
+  if (position_ >= epoch_end_) {
+    result.end_of_epoch = true;
+    result.end_of_sweep = position_ >= sweep_samples_ && position_ % sweep_samples_ == 0;
+    return result;
+  }
+  if (!allow_cross_) {
+    global_sample_count = std::min(global_sample_count, sweep_samples_ - position_ % sweep_samples_);
+  }
+  size_t global = 0;
+  size_t local = 0;
+  bool at_least_one = true;
+  const size_t sweep = position_ / sweep_samples_;
+  taken_.clear();
+  while (global < global_sample_count && local < local_sample_count) {
+    const SequenceInfo& s = sequences_[sequence_in_chunk_];
+    const bool is_local = global_sequence_ % num_workers_ == worker_rank_;
+    if (!at_least_one) {
+      if (global + s.number_of_samples > global_sample_count) break;
+      if (is_local && local + s.number_of_samples > local_sample_count) break;
+    }
+    if (position_ >= epoch_end_) {
+      result.end_of_epoch = true;
+      result.end_of_sweep = sweep != position_ / sweep_samples_;
+      break;
+    }
+    if (is_local) {
+      taken_.push_back({chunks_[chunk_].id, s.index_in_chunk, s.key});
+      local += s.number_of_samples;
+      at_least_one = false;
+    }
+    global += s.number_of_samples;
+    position_ += s.number_of_samples;
+    ++global_sequence_;
+    move_to_next_sequence();
+  }
+  result.end_of_epoch |= position_ >= epoch_end_;
+  result.end_of_sweep |= sweep != position_ / sweep_samples_;
+
+  for (const Taken& t : taken_) {
+    if (!cached_chunk_ || cached_chunk_id_ != t.chunk_id) {
+      cached_chunk_.reset();  // release before loading the next one
+      cached_chunk_ = load_chunk_checked(*deserializer_, t.chunk_id);
+      cached_chunk_id_ = t.chunk_id;
+    }
+    append_sequence(result, cached_chunk_, t.chunk_id, t.index_in_chunk, t.key, scratch_);
+  }
+  cleaner_.clean(result);
+  return result;
+}
+
+}  // namespace cntkio::pipeline

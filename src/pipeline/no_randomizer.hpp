@@ -1,0 +1,79 @@
+// NoRandomizer: sequences in their original order, endlessly repeated (CNTK's NoRandomizer.cpp).
+//
+// Worker r of W keeps the sequences whose running global sequence counter is r mod W. Like CNTK, the
+// counter is set from the position only by start_epoch / set_current_sample_position and keeps running
+// across a sweep wrap inside an epoch (no sequence is lost or duplicated either way). Only the chunk of the
+// current sequence is kept loaded.
+//
+// Thread-safety: none; one thread drives an instance (the packer's).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cntkio/deserializer.hpp"
+#include "pipeline/sequence_cleaner.hpp"
+#include "pipeline/sequence_enumerator.hpp"
+
+namespace cntkio::pipeline {
+
+class NoRandomizer : public SequenceEnumerator {
+ public:
+  /// Until start_epoch the enumerator reads one sweep as worker 0 of 1 from position 0.
+  /// Throws Error if the input has no data.
+  explicit NoRandomizer(std::shared_ptr<Deserializer> deserializer, size_t max_invalid_sequences = 0);
+
+  const std::vector<StreamInfo>& streams() const override { return deserializer_->streams(); }
+  void start_epoch(const EpochConfiguration& config) override;
+  /// Takes workers, rank and sweep crossing from `config`; the position, counter and epoch stay.
+  void set_configuration(const EpochConfiguration& config) override;
+  Sequences get_next_sequences(size_t global_sample_count, size_t local_sample_count) override;
+  size_t current_sample_position() const override { return position_; }
+  void set_current_sample_position(size_t position) override;
+  std::string key_to_string(const SequenceKey& key) const override {
+    return deserializer_->key_to_string(key);
+  }
+
+  /// Sweep size S in scheduling samples.
+  size_t sweep_size() const { return sweep_samples_; }
+  /// Invalid sequences dropped so far.
+  size_t invalid_sequences_removed() const { return cleaner_.removed(); }
+  /// Chunks currently held in the cache (at most one).
+  size_t cached_chunk_count() const { return cached_chunk_ ? 1 : 0; }
+
+ private:
+  struct Taken {
+    uint32_t chunk_id;
+    uint32_t index_in_chunk;
+    SequenceKey key;
+  };
+
+  void enter_chunk(size_t chunk);
+  void move_to_next_sequence();
+
+  std::shared_ptr<Deserializer> deserializer_;
+  std::vector<ChunkInfo> chunks_;
+  std::vector<size_t> chunk_sample_start_;
+  std::vector<size_t> chunk_sequence_start_;
+  SequenceCleaner cleaner_;
+  size_t sweep_samples_;
+
+  size_t num_workers_ = 1;
+  size_t worker_rank_ = 0;
+  bool allow_cross_ = false;
+  size_t epoch_end_;
+  size_t position_ = 0;
+  size_t global_sequence_ = 0;  // decimation counter
+  size_t chunk_ = 0;            // current chunk (index into chunks_)
+  size_t sequence_in_chunk_ = 0;
+  std::vector<SequenceInfo> sequences_;  // of the current chunk
+
+  uint32_t cached_chunk_id_ = 0;
+  ChunkPtr cached_chunk_;
+  std::vector<Taken> taken_;
+  std::vector<SequenceData> scratch_;
+};
+
+}  // namespace cntkio::pipeline

@@ -1,0 +1,93 @@
+#include "pipeline/randomizer_common.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "cntkio/errors.hpp"
+
+namespace cntkio::pipeline {
+
+std::vector<ChunkInfo> non_empty_chunks(const Deserializer& deserializer) {
+  std::vector<ChunkInfo> chunks;
+  for (const ChunkInfo& c : deserializer.chunk_infos()) {
+    if (c.number_of_sequences > 0) chunks.push_back(c);
+  }
+  if (chunks.empty() || sweep_size(chunks) == 0) {
+    throw Error("The input has no data: no chunk holds a sequence with at least one sample.",
+                "(check the input files and the stream configuration).");
+  }
+  return chunks;
+}
+
+size_t sweep_size(const std::vector<ChunkInfo>& chunks) {
+  size_t total = 0;
+  for (const ChunkInfo& c : chunks) total += c.number_of_samples;
+  return total;
+}
+
+size_t epoch_size_in_samples(const EpochConfiguration& config, size_t sweep_samples) {
+  constexpr size_t kMax = std::numeric_limits<size_t>::max();
+  size_t size = 0;
+  if (config.total_epoch_size_in_sweeps != kInfinitelyRepeat) {
+    if (config.total_epoch_size_in_sweeps != 0 && sweep_samples > kMax / config.total_epoch_size_in_sweeps) {
+      throw UsageError("Epoch size of " + std::to_string(config.total_epoch_size_in_sweeps) + " sweeps of " +
+                       std::to_string(sweep_samples) + " samples is too large; ask for fewer sweeps.");
+    }
+    size = sweep_samples * config.total_epoch_size_in_sweeps;
+  } else if (config.total_epoch_size_in_samples == kRequestDataSize) {
+    size = sweep_samples;
+  } else {
+    size = config.total_epoch_size_in_samples;
+  }
+  if (size == 0) {
+    throw UsageError("Epoch size cannot be 0.", "(ask for at least one sample or one sweep).");
+  }
+  if (size > kMax / 2) {
+    throw UsageError("Epoch size of " + std::to_string(size) + " samples is too large; at most " +
+                     std::to_string(kMax / 2) + " samples (SIZE_MAX / 2, i.e. endless) are supported.");
+  }
+  if (config.epoch_index >= kMax / size) {
+    throw UsageError("Epoch " + std::to_string(config.epoch_index) + " of " + std::to_string(size) +
+                     " samples lies beyond the largest sample position; use a smaller epoch index or size.");
+  }
+  return size;
+}
+
+void check_workers(const EpochConfiguration& config) {
+  if (config.num_workers == 0 || config.worker_rank >= config.num_workers) {
+    throw UsageError("Invalid distribution: worker rank " + std::to_string(config.worker_rank) + " of " +
+                     std::to_string(config.num_workers) +
+                     " workers; the rank must be below the number of workers, which must be at least 1.");
+  }
+}
+
+void check_budgets(size_t global_sample_count, size_t local_sample_count) {
+  if (global_sample_count == 0 || local_sample_count == 0) {
+    throw UsageError("Minibatch size cannot be 0; ask for at least one sample.");
+  }
+}
+
+void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
+                     const SequenceKey& key, std::vector<SequenceData>& scratch) {
+  scratch.clear();
+  chunk->get_sequence(index_in_chunk, scratch);
+  if (scratch.size() != out.data.size()) {
+    throw Error("Chunk " + std::to_string(chunk_id) + " returned " + std::to_string(scratch.size()) +
+                " stream items for sequence " + std::to_string(index_in_chunk) +
+                " but the deserializer has " + std::to_string(out.data.size()) +
+                " streams; the deserializer is inconsistent.");
+  }
+  for (size_t s = 0; s < scratch.size(); ++s) out.data[s].push_back(scratch[s]);
+  out.keys.push_back(key);
+  out.chunk_ids.push_back(chunk_id);
+  if (std::find(out.chunks.begin(), out.chunks.end(), chunk) == out.chunks.end()) out.chunks.push_back(chunk);
+}
+
+ChunkPtr load_chunk_checked(Deserializer& deserializer, uint32_t chunk_id) {
+  ChunkPtr chunk = deserializer.load_chunk(chunk_id);
+  if (!chunk) throw Error("The deserializer returned no data for chunk " + std::to_string(chunk_id) + ".");
+  return chunk;
+}
+
+}  // namespace cntkio::pipeline

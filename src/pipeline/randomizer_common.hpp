@@ -1,0 +1,37 @@
+// Pieces shared by BlockRandomizer and NoRandomizer: epoch sizes, configuration checks, filling Sequences.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cntkio/deserializer.hpp"
+#include "pipeline/sequence_enumerator.hpp"
+
+namespace cntkio::pipeline {
+
+/// The chunks of `deserializer` that hold at least one sequence, in id order. Throws Error if there is no
+/// data at all (CNTK fails on empty chunks; we skip them, which changes nothing where CNTK works).
+std::vector<ChunkInfo> non_empty_chunks(const Deserializer& deserializer);
+
+/// Sweep size S: the sum of the chunks' scheduling lengths.
+size_t sweep_size(const std::vector<ChunkInfo>& chunks);
+
+/// Epoch size E in samples from `config` and the sweep size (§4); throws UsageError if it is 0, above
+/// SIZE_MAX / 2, or if the epoch's end would not fit in size_t.
+size_t epoch_size_in_samples(const EpochConfiguration& config, size_t sweep_samples);
+
+/// Throws UsageError unless 1 <= num_workers and worker_rank < num_workers.
+void check_workers(const EpochConfiguration& config);
+
+/// Throws UsageError unless both budgets are at least 1.
+void check_budgets(size_t global_sample_count, size_t local_sample_count);
+
+/// Appends sequence `index_in_chunk` of `chunk` to `out`; `scratch` is reused between calls.
+void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
+                     const SequenceKey& key, std::vector<SequenceData>& scratch);
+
+/// Loads a chunk, checking that the deserializer returned one.
+ChunkPtr load_chunk_checked(Deserializer& deserializer, uint32_t chunk_id);
+
+}  // namespace cntkio::pipeline
