@@ -7,7 +7,12 @@
 // the scope they were found in. Array elements (`(a:b:[...])`) have no parent.
 //
 // Thread-safety: a Config is an immutable value after construction except for set(); concurrent const
-// access is safe, set() must not race with anything.
+// access is safe, set() must not race with anything. Copies share their scope until set() is called on one
+// of them (copy on write): set() changes only that Config, and blocks fetched from it before the call keep
+// seeing the old values.
+//
+// Errors carry the file, 1-based line and column of the offending text even when it is found late (when a
+// nested block is fetched and re-parsed); `<override N>` names the N-th override string.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +28,8 @@ namespace cntkio {
 
 namespace config_detail {
 struct Scope;
-}
+struct ConfigAccess;
+}  // namespace config_detail
 
 /// One dictionary scope of a parsed configuration.
 class Config {
@@ -34,7 +40,8 @@ class Config {
   /// Reads config files in order, then appends each override (`key=value`, may hold several records
   /// separated by `,`/`;`) as one line of its own; later assignments win and `[...]` values merge into
   /// existing blocks. Expands `include=` lines. Throws ConfigError (with file, line, column) or IoError.
-  static Config from_files(const std::vector<std::string>& files, const std::vector<std::string>& overrides = {});
+  static Config from_files(const std::vector<std::string>& files,
+                           const std::vector<std::string>& overrides = {});
 
   /// Parses `text` as a whole configuration; `source_name` is used in error messages.
   static Config from_text(std::string_view text, const std::string& source_name = "<text>",
@@ -53,7 +60,8 @@ class Config {
 
   /// The value of `key` (scoped lookup), `$var$` resolved. Throws ConfigError if missing or empty.
   std::string get_string(std::string_view key) const;
-  /// As get_string, but std::nullopt if the key does not exist in any scope.
+  /// As get_string, but std::nullopt if the key does not exist in any scope (or its value is `default`); an
+  /// empty value is returned as is.
   std::optional<std::string> find_string(std::string_view key) const;
   /// Scoped; `def` if missing or equal to the literal `default`.
   std::string get_string(std::string_view key, const std::string& def) const;
@@ -75,11 +83,23 @@ class Config {
   /// The elements of the array value of `key` (`(a:b)`, `{1:2}`, `a:b`, `v*3`). Each element is raw text with
   /// `$var$` resolved; a bracketed element keeps its brackets. Throws ConfigError if missing.
   std::vector<std::string> get_array(std::string_view key) const;
-  /// The elements of `key` that are blocks, each as a free-standing scope (no parent), path "<key>[i]".
+  /// The elements of `key`, each a block, as free-standing scopes (no parent), paths like
+  /// "global.x.reader.deserializers[0]". Throws ConfigError if missing or if an element is not a block.
   std::vector<Config> get_block_array(std::string_view key) const;
 
   /// Inserts or replaces `key` in this scope (a `[...]` value merges into an existing block, as CNTK does).
+  /// `value` is stored as raw text (no quote removal).
   void set(std::string_view key, std::string_view value);
+
+  /// Resolves every `$name$` in this scope's whole text (for the root: all files and overrides) and discards
+  /// the result, as CNTK's test harness does: throws ConfigError for an unknown variable, `$$` or a cycle.
+  void validate_variables() const;
+
+  /// Where the value of `key` (scoped lookup) was written; this scope's own location if `key` is missing.
+  /// Fields stay empty where unknown (values given through set()).
+  SourceLocation location(std::string_view key) const;
+  /// A ConfigError about `key` with its key path and location, for semantic checks done by readers.
+  ConfigError error(std::string_view key, const std::string& message) const;
 
   /// Converters with CNTK's rules, for text already fetched; `what` names the key in error messages.
   static bool to_bool(std::string_view text, const std::string& what);
@@ -88,6 +108,7 @@ class Config {
   static double to_double(std::string_view text, const std::string& what);
 
  private:
+  friend struct config_detail::ConfigAccess;
   explicit Config(std::shared_ptr<config_detail::Scope> scope);
   std::shared_ptr<config_detail::Scope> scope_;
 };
