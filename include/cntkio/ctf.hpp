@@ -30,15 +30,15 @@ struct CtfStreamOptions {
 
 /// Options of the CTF deserializer (CNTK config keys in brackets).
 struct CtfOptions {
-  std::string file;                               ///< data file path [file]
-  std::vector<CtfStreamOptions> streams;          ///< in stream-id order [input]
-  ElementType element_type = ElementType::kFloat; ///< [precision] float
-  bool skip_sequence_ids = false;                 ///< every line is its own sequence [skipSequenceIds]
-  uint64_t max_errors = 0;                        ///< tolerated malformed rows/samples [maxErrors]
-  int trace_level = 1;                            ///< 0 errors, 1 warnings, 2 info [traceLevel]
-  uint64_t chunk_size_in_bytes = 32ull << 20;     ///< chunking of the index [chunkSizeInBytes]
-  bool keep_data_in_memory = false;               ///< parse each chunk once and keep it [keepDataInMemory]
-  bool cache_index = false;                       ///< write/read `<file>.*.v1.cache` [cacheIndex]
+  std::string file;                                ///< data file path [file]
+  std::vector<CtfStreamOptions> streams;           ///< in stream-id order [input]
+  ElementType element_type = ElementType::kFloat;  ///< [precision] float
+  bool skip_sequence_ids = false;                  ///< every line is its own sequence [skipSequenceIds]
+  uint64_t max_errors = 0;                         ///< tolerated malformed rows/samples [maxErrors]
+  int trace_level = 1;                             ///< 0 errors, 1 warnings, 2 info [traceLevel]
+  uint64_t chunk_size_in_bytes = 32ull << 20;      ///< chunking of the index [chunkSizeInBytes]
+  bool keep_data_in_memory = false;                ///< parse each chunk once and keep it [keepDataInMemory]
+  bool cache_index = false;                        ///< write/read `<file>.*.v1.cache` [cacheIndex]
   /// Receives warnings and info lines (without newline); default: stderr.
   std::function<void(int level, std::string_view line)> log_sink;
 };
@@ -57,17 +57,17 @@ struct CtfIndexSummary {
   uint64_t samples = 0;
   uint64_t chunks = 0;
   uint64_t file_size = 0;
-  bool line_mode = false;            ///< one sequence per line
-  bool loaded_from_cache = false;    ///< index came from the cache file
-  std::string cache_file;            ///< cache path (when cacheIndex is on)
+  bool line_mode = false;          ///< one sequence per line
+  bool loaded_from_cache = false;  ///< index came from the cache file
+  std::string cache_file;          ///< cache path (when cacheIndex is on)
 };
 /// Summary of `deserializer`, which must come from make_ctf_deserializer.
 CtfIndexSummary ctf_index_summary(const Deserializer& deserializer);
 
 /// Skip statistics: what maxErrors let through so far (no silent data loss).
 struct CtfErrorSummary {
-  uint64_t errors = 0;                     ///< errors counted against maxErrors
-  std::vector<std::string> first_locations;///< first few "file:line:column" of counted errors
+  uint64_t errors = 0;                       ///< errors counted against maxErrors
+  std::vector<std::string> first_locations;  ///< first few "file:line:column" of counted errors
 };
 CtfErrorSummary ctf_error_summary(const Deserializer& deserializer);
 

@@ -34,12 +34,12 @@ class Error : public std::runtime_error {
 
 /// Where in an input file something went wrong. Unknown fields stay empty.
 struct SourceLocation {
-  std::string file;                    ///< path as configured
-  std::optional<uint64_t> line;        ///< 1-based line number
-  std::optional<uint64_t> column;      ///< 1-based column (bytes)
-  std::optional<uint64_t> byte_offset; ///< 0-based byte offset in the file
-  std::string stream;                  ///< stream name, if the error concerns one stream
-  std::string sequence_key;            ///< sequence key, if known
+  std::string file;                     ///< path as configured
+  std::optional<uint64_t> line;         ///< 1-based line number
+  std::optional<uint64_t> column;       ///< 1-based column (bytes)
+  std::optional<uint64_t> byte_offset;  ///< 0-based byte offset in the file
+  std::string stream;                   ///< stream name, if the error concerns one stream
+  std::string sequence_key;             ///< sequence key, if known
 
   /// "file 'x.txt', line 3, column 7 (byte offset 41), stream 'features', sequence 12"
   std::string describe() const;

@@ -67,10 +67,10 @@ struct StreamBatch {
 
 /// One minibatch.
 struct Minibatch {
-  bool end_of_sweep = false;          ///< the data reaches (or crosses) the end of a sweep
-  bool end_of_epoch = false;          ///< the data reaches the end of the epoch
-  std::vector<StreamBatch> streams;   ///< in the source's stream order
-  std::vector<std::string> keys;      ///< sequence keys, indexed by Layout::Entry::sequence_index
+  bool end_of_sweep = false;         ///< the data reaches (or crosses) the end of a sweep
+  bool end_of_epoch = false;         ///< the data reaches the end of the epoch
+  std::vector<StreamBatch> streams;  ///< in the source's stream order
+  std::vector<std::string> keys;     ///< sequence keys, indexed by Layout::Entry::sequence_index
   bool empty() const { return streams.empty() || streams[0].layout.entries.empty(); }
 };
 

@@ -37,8 +37,8 @@ class MinibatchSource {
 
   /// Starts epoch `epoch_index` of `epoch_size` samples (kFullSweep: one sweep) with minibatches of
   /// `minibatch_size` samples, reading the share of worker `worker_rank` of `num_workers`.
-  virtual void start_epoch(size_t minibatch_size, size_t epoch_index, size_t epoch_size, size_t worker_rank = 0,
-                           size_t num_workers = 1) = 0;
+  virtual void start_epoch(size_t minibatch_size, size_t epoch_index, size_t epoch_size,
+                           size_t worker_rank = 0, size_t num_workers = 1) = 0;
 
   /// Reads the next minibatch of the epoch into `out`; false when the epoch has no more data.
   virtual bool next_minibatch(Minibatch& out) = 0;

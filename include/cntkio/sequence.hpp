@@ -33,20 +33,21 @@ struct SequenceInfo {
 /// Description of one chunk, as indexed (no data).
 struct ChunkInfo {
   uint32_t id = 0;
-  size_t number_of_samples = 0;    ///< sum of the scheduling lengths of its sequences
+  size_t number_of_samples = 0;  ///< sum of the scheduling lengths of its sequences
   size_t number_of_sequences = 0;
 };
 
 /// The data of one stream of one sequence: a view into chunk memory.
 /// Dense: `values` holds number_of_samples * dim values of the stream's element type.
-/// Sparse CSC: `values` and `indices` hold `total_nnz` entries, sample i owns `nnz_counts[i]` of them in order.
+/// Sparse CSC: `values` and `indices` hold `total_nnz` entries, sample i owns `nnz_counts[i]` of them in
+/// order.
 struct SequenceData {
-  uint32_t number_of_samples = 0;      ///< samples actually parsed for this stream
-  const void* values = nullptr;        ///< float* or double* per the stream's element type
-  const int32_t* indices = nullptr;    ///< sparse only: row index of each value
-  const uint32_t* nnz_counts = nullptr;///< sparse only: number of entries of each sample
-  size_t total_nnz = 0;                ///< sparse only
-  bool valid = true;                   ///< false if the data could not be produced (e.g. key missing)
+  uint32_t number_of_samples = 0;        ///< samples actually parsed for this stream
+  const void* values = nullptr;          ///< float* or double* per the stream's element type
+  const int32_t* indices = nullptr;      ///< sparse only: row index of each value
+  const uint32_t* nnz_counts = nullptr;  ///< sparse only: number of entries of each sample
+  size_t total_nnz = 0;                  ///< sparse only
+  bool valid = true;                     ///< false if the data could not be produced (e.g. key missing)
 };
 
 /// A loaded chunk.

@@ -20,7 +20,9 @@ enum class StorageFormat : uint8_t {
 enum class ElementType : uint8_t { kFloat, kDouble };
 
 /// Size in bytes of one value of `type`.
-constexpr size_t element_size(ElementType type) { return type == ElementType::kFloat ? 4 : 8; }
+constexpr size_t element_size(ElementType type) {
+  return type == ElementType::kFloat ? 4 : 8;
+}
 /// "float" or "double".
 const char* to_string(ElementType type);
 /// "dense" or "sparse".
@@ -34,7 +36,7 @@ struct StreamInfo {
   StorageFormat storage = StorageFormat::kDense;   ///< dense or sparse CSC
   ElementType element_type = ElementType::kFloat;  ///< float or double
   std::vector<size_t> sample_shape;                ///< CTF/CBF: {dim}
-  bool defines_mb_size = false;                    ///< whether this stream's sample count is the sequence length
+  bool defines_mb_size = false;  ///< whether this stream's sample count is the sequence length
 
   /// Number of values of a dense sample (product of sample_shape).
   size_t sample_dim() const {

@@ -4,44 +4,58 @@
 
 namespace cntkio {
 
+// Strings are built with append() rather than `"literal" + std::string`: GCC 12 emits a false -Wrestrict
+// warning for the latter at -O2.
+namespace {
+void append_all(std::string&) {}
+template <typename First, typename... Rest>
+void append_all(std::string& out, const First& first, const Rest&... rest) {
+  out.append(first);
+  append_all(out, rest...);
+}
+}  // namespace
+
 std::string SourceLocation::describe() const {
   std::string out;
-  auto add = [&out](const std::string& part) {
-    if (!out.empty()) out += ", ";
-    out += part;
+  auto add = [&out](const auto&... parts) {
+    if (!out.empty()) out.append(", ");
+    append_all(out, parts...);
   };
-  if (!file.empty()) add("file '" + file + "'");
-  if (line) add("line " + std::to_string(*line));
-  if (column) add("column " + std::to_string(*column));
+  if (!file.empty()) add("file '", file, "'");
+  if (line) add("line ", std::to_string(*line));
+  if (column) add("column ", std::to_string(*column));
   if (byte_offset) {
     if (line || column) {
-      out += " (byte offset " + std::to_string(*byte_offset) + ")";
+      append_all(out, " (byte offset ", std::to_string(*byte_offset), ")");
     } else {
-      add("byte offset " + std::to_string(*byte_offset));
+      add("byte offset ", std::to_string(*byte_offset));
     }
   }
-  if (!stream.empty()) add("stream '" + stream + "'");
-  if (!sequence_key.empty()) add("sequence " + sequence_key);
-  return out.empty() ? out : "[" + out + "]";
+  if (!stream.empty()) add("stream '", stream, "'");
+  if (!sequence_key.empty()) add("sequence ", sequence_key);
+  if (out.empty()) return out;
+  std::string bracketed;
+  append_all(bracketed, "[", out, "]");
+  return bracketed;
 }
 
 namespace {
 std::string config_message(const std::string& message, const std::string& key_path, const std::string& file,
                            uint64_t line, uint64_t column) {
-  std::string where;
-  if (!file.empty()) where += file;
-  if (line != 0) {
-    where.append(where.empty() ? "line " : ":");
-    where.append(std::to_string(line));
-  }
-  if (column != 0) {
-    where.append(":");
-    where.append(std::to_string(column));
-  }
+  std::string where = file;
+  if (line != 0) append_all(where, where.empty() ? "line " : ":", std::to_string(line));
+  if (column != 0) append_all(where, ":", std::to_string(column));
   std::string out;
-  if (!where.empty()) out += where + ": ";
-  out += message;
-  if (!key_path.empty()) out += " (key '" + key_path + "')";
+  if (!where.empty()) append_all(out, where, ": ");
+  out.append(message);
+  if (!key_path.empty()) append_all(out, " (key '", key_path, "')");
+  return out;
+}
+
+std::string io_message(const std::string& what, const std::string& path, int error_number) {
+  std::string out;
+  append_all(out, what, " '", path, "'");
+  if (error_number != 0) append_all(out, ": ", std::strerror(error_number));
   return out;
 }
 }  // namespace
@@ -55,8 +69,6 @@ ConfigError::ConfigError(const std::string& message, std::string key_path, std::
       column_(column) {}
 
 IoError::IoError(const std::string& what, const std::string& path, int error_number)
-    : Error(what + " '" + path + "'" + (error_number ? std::string(": ") + std::strerror(error_number) : "")),
-      path_(path),
-      errno_(error_number) {}
+    : Error(io_message(what, path, error_number)), path_(path), errno_(error_number) {}
 
 }  // namespace cntkio

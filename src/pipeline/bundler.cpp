@@ -56,7 +56,8 @@ class BundledChunk final : public Chunk {
 
 class Bundler final : public Deserializer {
  public:
-  explicit Bundler(std::vector<std::shared_ptr<Deserializer>> deserializers) : members_(std::move(deserializers)) {
+  explicit Bundler(std::vector<std::shared_ptr<Deserializer>> deserializers)
+      : members_(std::move(deserializers)) {
     int defining = -1;
     for (size_t d = 0; d < members_.size(); ++d) {
       const auto& member_streams = members_[d]->streams();
@@ -100,7 +101,9 @@ class Bundler final : public Deserializer {
       if (bundled.samples > 0) chunks_.push_back(std::move(bundled));
     }
     if (chunks_.empty()) {
-      throw Error("Could not reconcile data between different deserializers. Keys of logical sequences do not match.");
+      throw Error(
+          "Could not reconcile data between different deserializers. Keys of logical sequences do not "
+          "match.");
     }
   }
 
@@ -145,7 +148,8 @@ class Bundler final : public Deserializer {
 
  private:
   const BundledChunkDescription& checked(uint32_t chunk_id) const {
-    if (chunk_id >= chunks_.size()) throw UsageError("Bundled chunk " + std::to_string(chunk_id) + " does not exist.");
+    if (chunk_id >= chunks_.size())
+      throw UsageError("Bundled chunk " + std::to_string(chunk_id) + " does not exist.");
     return chunks_[chunk_id];
   }
 

@@ -37,7 +37,8 @@ void write_stream_batch(const StreamBatch& batch, std::ostream& out) {
       }
     } else {
       for (size_t j = 0; j < rows; ++j) {
-        column[j] = is_float ? static_cast<double>(batch.data<float>()[i * rows + j]) : batch.data<double>()[i * rows + j];
+        column[j] = is_float ? static_cast<double>(batch.data<float>()[i * rows + j])
+                             : batch.data<double>()[i * rows + j];
       }
     }
     line.clear();

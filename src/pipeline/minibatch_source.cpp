@@ -28,9 +28,11 @@ struct RandomizationSettings {
 
 class ComposedSource final : public MinibatchSource {
  public:
-  ComposedSource(std::shared_ptr<pipeline::SequenceEnumerator> enumerator, std::unique_ptr<pipeline::Packer> packer,
-                 size_t truncation_length)
-      : enumerator_(std::move(enumerator)), packer_(std::move(packer)), truncation_length_(truncation_length) {}
+  ComposedSource(std::shared_ptr<pipeline::SequenceEnumerator> enumerator,
+                 std::unique_ptr<pipeline::Packer> packer, size_t truncation_length)
+      : enumerator_(std::move(enumerator)),
+        packer_(std::move(packer)),
+        truncation_length_(truncation_length) {}
 
   const std::vector<StreamInfo>& streams() const override { return enumerator_->streams(); }
 
@@ -81,11 +83,12 @@ class ComposedSource final : public MinibatchSource {
 };
 
 std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<Deserializer> deserializer,
-                                                               const RandomizationSettings& r,
-                                                               size_t max_invalid_sequences) {
-  if (!r.randomize) return std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), max_invalid_sequences);
-  return std::make_shared<pipeline::BlockRandomizer>(std::move(deserializer), r.window, r.sample_based, r.seed,
-                                                     max_invalid_sequences);
+                                                              const RandomizationSettings& r,
+                                                              size_t max_invalid_sequences) {
+  if (!r.randomize)
+    return std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), max_invalid_sequences);
+  return std::make_shared<pipeline::BlockRandomizer>(std::move(deserializer), r.window, r.sample_based,
+                                                     r.seed, max_invalid_sequences);
 }
 
 void check_precision(const Config& reader) {
@@ -114,7 +117,8 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
     r.randomize = Config::to_bool(randomize, reader.path() + ".randomize");
   }
   if (r.randomize) {
-    size_t window = reader.exists("randomizationWindow") ? reader.get_uint("randomizationWindow") : kRandomizeAuto;
+    size_t window =
+        reader.exists("randomizationWindow") ? reader.get_uint("randomizationWindow") : kRandomizeAuto;
     r.sample_based = reader.get_bool("sampleBasedRandomizationWindow", false);
     if (!r.sample_based && window == kRandomizeAuto) window = 4294967296ull / options.chunk_size_in_bytes;
     r.window = window;
@@ -137,14 +141,16 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
     throw ConfigError("frameMode and truncated BPTT are mutually exclusive.", reader.path() + ".truncated");
   }
   if (truncated && truncation_length == 0) {
-    throw ConfigError("truncated=true needs truncationLength greater than 0.", reader.path() + ".truncationLength");
+    throw ConfigError("truncated=true needs truncationLength greater than 0.",
+                      reader.path() + ".truncationLength");
   }
   const std::string precision = reader.get_string("precision", "float");
   const bool has_trace_level = reader.exists("traceLevel");
   const std::string trace_level = has_trace_level ? reader.get_string("traceLevel") : std::string();
 
   std::vector<Config> sections = reader.get_block_array("deserializers");
-  if (sections.empty()) throw ConfigError("'deserializers' lists no deserializer.", reader.path() + ".deserializers");
+  if (sections.empty())
+    throw ConfigError("'deserializers' lists no deserializer.", reader.path() + ".deserializers");
   std::vector<std::shared_ptr<Deserializer>> deserializers;
   bool any_ctf = false;
   for (Config& section : sections) {
@@ -181,7 +187,8 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   if (frame_mode) {
     packer = pipeline::make_frame_packer(enumerator, local_timeline);
   } else if (truncated) {
-    packer = pipeline::make_truncated_bptt_packer(enumerator, truncation_length, reader.get_uint("rightSplice", 0));
+    packer = pipeline::make_truncated_bptt_packer(enumerator, truncation_length,
+                                                  reader.get_uint("rightSplice", 0));
   } else {
     packer = pipeline::make_sequence_packer(enumerator, local_timeline);
   }
@@ -193,7 +200,8 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
 std::unique_ptr<MinibatchSource> MinibatchSource::from_config(const Config& reader) {
   check_precision(reader);
   if (reader.exists("readers")) {
-    throw ConfigError("Several independent readers ('readers') are not supported.", reader.path() + ".readers");
+    throw ConfigError("Several independent readers ('readers') are not supported.",
+                      reader.path() + ".readers");
   }
   if (reader.exists("deserializers")) return make_composite(reader);
   return make_standalone(reader, reader.get_string("readerType", "Cntk.Deserializers.TextFormat"));

@@ -118,7 +118,8 @@ std::string run_parser_case(const json& c, const fs::path& root) {
   if (p.contains("inlineContent")) {
     temp = fs::temp_directory_path() / ("cntkio_conformance_" + std::to_string(::getpid()));
     fs::create_directories(temp);
-    std::ofstream(temp / p["file"].get<std::string>(), std::ios::binary) << p["inlineContent"].get<std::string>();
+    std::ofstream(temp / p["file"].get<std::string>(), std::ios::binary)
+        << p["inlineContent"].get<std::string>();
     dir = temp;
   }
   std::string detail;
@@ -131,11 +132,12 @@ std::string run_parser_case(const json& c, const fs::path& root) {
       stream.name = s["name"].get<std::string>();
       stream.alias = s["alias"].get<std::string>();
       stream.dim = s["dim"].get<size_t>();
-      stream.storage = s["storage"].get<std::string>() == "sparse" ? StorageFormat::kSparseCsc : StorageFormat::kDense;
+      stream.storage =
+          s["storage"].get<std::string>() == "sparse" ? StorageFormat::kSparseCsc : StorageFormat::kDense;
       options.streams.push_back(stream);
     }
-    options.element_type = c.value("elemType", std::string("float")) == "double" ? ElementType::kDouble
-                                                                                   : ElementType::kFloat;
+    options.element_type =
+        c.value("elemType", std::string("float")) == "double" ? ElementType::kDouble : ElementType::kFloat;
     options.max_errors = p["maxErrors"].get<uint64_t>();
     const std::string level = p.value("traceLevel", std::string("Warning"));
     options.trace_level = level == "Info" ? 2 : level == "Warning" ? 1 : 0;
@@ -146,7 +148,8 @@ std::string run_parser_case(const json& c, const fs::path& root) {
       log.push_back('\n');
     };
     std::shared_ptr<Deserializer> d = make_ctf_deserializer(options);
-    const std::string expected_error = c["errorMessage"].is_string() ? c["errorMessage"].get<std::string>() : "";
+    const std::string expected_error =
+        c["errorMessage"].is_string() ? c["errorMessage"].get<std::string>() : "";
     try {
       ChunkPtr chunk = d->load_chunk(0);
       if (!expected_error.empty()) {
@@ -227,7 +230,8 @@ std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std:
           outputs[r.name] = out.str();
         } else if (r.mode == "differential") {
           auto it = outputs.find(c["compareWithCase"].get<std::string>());
-          r.detail = it == outputs.end() ? "reference case did not run" : compare_tokens(it->second, out.str(), false);
+          r.detail = it == outputs.end() ? "reference case did not run"
+                                         : compare_tokens(it->second, out.str(), false);
         } else if (r.mode == "keys") {
           std::vector<std::string> expected = string_list(c["expectedKeys"]);
           std::vector<std::string> actual = tokens_of(out.str());

@@ -1,4 +1,6 @@
 // Behaviour of the CTF deserializer: spec ctf.md §4 (index), §5 (cache), §6 (parser and errors).
+#include "cntkio/ctf.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
 
 namespace fs = std::filesystem;
@@ -20,8 +21,8 @@ namespace {
 class TempDir {
  public:
   TempDir() {
-    path_ = fs::temp_directory_path() / ("cntkio_ctf_test_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter_++));
+    path_ = fs::temp_directory_path() /
+            ("cntkio_ctf_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     fs::create_directories(path_);
   }
   ~TempDir() { fs::remove_all(path_); }
@@ -51,12 +52,13 @@ CtfStreamOptions sparse(const std::string& name, size_t dim) {
 
 struct Parsed {
   std::vector<std::vector<std::vector<float>>> dense;  // [sequence][stream] values (dense streams)
-  std::vector<std::vector<uint32_t>> samples;           // [sequence][stream]
+  std::vector<std::vector<uint32_t>> samples;          // [sequence][stream]
   std::vector<uint64_t> keys;
   std::string log;
 };
 
-CtfOptions options_for(const std::string& file, std::vector<CtfStreamOptions> streams, uint64_t max_errors = 0) {
+CtfOptions options_for(const std::string& file, std::vector<CtfStreamOptions> streams,
+                       uint64_t max_errors = 0) {
   CtfOptions o;
   o.file = file;
   o.streams = std::move(streams);
@@ -85,8 +87,9 @@ Parsed read_all(CtfOptions o) {
       for (size_t s = 0; s < data.size(); ++s) {
         counts.push_back(data[s].number_of_samples);
         const auto* v = static_cast<const float*>(data[s].values);
-        size_t n = o.streams[s].storage == StorageFormat::kDense ? data[s].number_of_samples * o.streams[s].dim
-                                                                  : data[s].total_nnz;
+        size_t n = o.streams[s].storage == StorageFormat::kDense
+                       ? data[s].number_of_samples * o.streams[s].dim
+                       : data[s].total_nnz;
         values.emplace_back(v, v + n);
       }
       p.dense.push_back(values);
@@ -190,11 +193,17 @@ TEST(CtfErrors, BadNumberNamesFileLineAndColumn) {
   expect_budget_error_at("1 |x 1\n1 |x 2,0\n", {dense("x", 1)}, 2, 7);
 }
 
-TEST(CtfErrors, SparseIndexNotBelowDim) { expect_budget_error_at("1 |y 3:1\n1 |y 10:1\n", {sparse("y", 10)}, 2, 8); }
+TEST(CtfErrors, SparseIndexNotBelowDim) {
+  expect_budget_error_at("1 |y 3:1\n1 |y 10:1\n", {sparse("y", 10)}, 2, 8);
+}
 
-TEST(CtfErrors, EmptyNameAfterPrefix) { expect_budget_error_at("1 |x 1\n1 | x 1\n", {dense("x", 1)}, 2, 4); }
+TEST(CtfErrors, EmptyNameAfterPrefix) {
+  expect_budget_error_at("1 |x 1\n1 | x 1\n", {dense("x", 1)}, 2, 4);
+}
 
-TEST(CtfErrors, TooManyDenseValues) { expect_budget_error_at("1 |x 1 2 3\n", {dense("x", 2)}, 1, 11); }
+TEST(CtfErrors, TooManyDenseValues) {
+  expect_budget_error_at("1 |x 1 2 3\n", {dense("x", 2)}, 1, 11);
+}
 
 TEST(CtfErrors, BlankLineInsideSequence) {
   // The blank row fails (error 1) at the start of line 3 once its LF is consumed.
@@ -214,7 +223,9 @@ TEST(CtfErrors, MissingTrailingNewlineWithValueIsFine) {
   EXPECT_NE(p.log.find("Possibly, a trailing newline is missing."), std::string::npos);
 }
 
-TEST(CtfErrors, NameCutByEndOfFileIsAnError) { expect_budget_error_at("|x 1\n|x", {dense("x", 1)}, 2, 3); }
+TEST(CtfErrors, NameCutByEndOfFileIsAnError) {
+  expect_budget_error_at("|x 1\n|x", {dense("x", 1)}, 2, 3);
+}
 
 TEST(CtfErrors, SequenceIdOverflowIsFatal) {
   FormatError e = expect_format_error("99999999999999999999 |x 1\n", {dense("x", 1)});
@@ -254,8 +265,8 @@ TEST(CtfErrors, DuplicateInputOnOneLine) {
 }
 
 TEST(CtfMaxErrors, SkipsExactlyTheBadSamplesAndCountsThem) {
-  // Row 2 has a bad value (error 1), row 3 a bad sparse index (error 2), and sequence 1 then has fewer samples
-  // of x than rows (error 3). maxErrors = 3 tolerates all; 2 does not.
+  // Row 2 has a bad value (error 1), row 3 a bad sparse index (error 2), and sequence 1 then has fewer
+  // samples of x than rows (error 3). maxErrors = 3 tolerates all; 2 does not.
   const std::string content = "1 |x 1 |y 0:1\n1 |x 2,0 |y 1:1\n1 |x 3 |y 9:1\n2 |x 4 |y 1:2\n";
   TempDir dir;
   std::string f = dir.write("a.ctf", content);
@@ -329,8 +340,9 @@ TEST(CtfIndexCache, SecondOpenOfLargeFileUsesCacheWithIdenticalData) {
     for (uint64_t seq = 0; bytes < (100ull << 20); ++seq) {
       int rows = 1 + static_cast<int>(rng() % 4);
       for (int r = 0; r < rows; ++r) {
-        line = std::to_string(seq) + " |x " + std::to_string(rng() % 1000) + "." + std::to_string(rng() % 1000) +
-               " " + std::to_string(rng() % 97) + " |y " + std::to_string(rng() % 50) + ":1\n";
+        line = std::to_string(seq) + " |x " + std::to_string(rng() % 1000) + "." +
+               std::to_string(rng() % 1000) + " " + std::to_string(rng() % 97) + " |y " +
+               std::to_string(rng() % 50) + ":1\n";
         out << line;
         bytes += line.size();
       }

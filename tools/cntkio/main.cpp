@@ -53,8 +53,8 @@ void print_ctf_summary(const cntkio::Config& section, bool composite) {
             << " sequences, " << summary.samples << " samples, " << summary.chunks << " chunk(s)"
             << (summary.line_mode ? ", one sequence per line" : ", sequence ids") << '\n';
   if (!summary.cache_file.empty()) {
-    std::cout << "  index cache " << summary.cache_file << (summary.loaded_from_cache ? " (used)" : " (written)")
-              << '\n';
+    std::cout << "  index cache " << summary.cache_file
+              << (summary.loaded_from_cache ? " (used)" : " (written)") << '\n';
   }
 }
 
@@ -78,18 +78,20 @@ void run_inspect(const InspectOptions& o) {
   auto source = cntkio::MinibatchSource::from_config(reader);
   std::cout << "streams:\n";
   for (const cntkio::StreamInfo& s : source->streams()) {
-    std::cout << "  " << s.id << " " << s.name << " (alias '" << s.alias << "'): " << cntkio::to_string(s.storage)
-              << ", dim " << s.sample_dim() << ", " << cntkio::to_string(s.element_type)
+    std::cout << "  " << s.id << " " << s.name << " (alias '" << s.alias
+              << "'): " << cntkio::to_string(s.storage) << ", dim " << s.sample_dim() << ", "
+              << cntkio::to_string(s.element_type)
               << (s.defines_mb_size ? ", defines the minibatch size" : "") << '\n';
   }
   source->start_epoch(o.mb_size, 0, cntkio::kFullSweep);
   cntkio::Minibatch mb;
   for (size_t i = 0; i < o.minibatches && source->next_minibatch(mb); ++i) {
-    std::cout << "minibatch " << i << ": " << mb.keys.size() << " sequences" << (mb.end_of_sweep ? ", end of sweep" : "")
-              << (mb.end_of_epoch ? ", end of epoch" : "") << '\n';
+    std::cout << "minibatch " << i << ": " << mb.keys.size() << " sequences"
+              << (mb.end_of_sweep ? ", end of sweep" : "") << (mb.end_of_epoch ? ", end of epoch" : "")
+              << '\n';
     for (const cntkio::StreamBatch& b : mb.streams) {
-      std::cout << "  " << b.info.name << ": " << b.layout.num_samples() << " samples in " << b.layout.num_parallel
-                << " parallel rows x " << b.layout.num_time_steps << " steps";
+      std::cout << "  " << b.info.name << ": " << b.layout.num_samples() << " samples in "
+                << b.layout.num_parallel << " parallel rows x " << b.layout.num_time_steps << " steps";
       if (b.info.storage == cntkio::StorageFormat::kSparseCsc) std::cout << ", " << b.nnz() << " non-zeros";
       std::cout << '\n';
     }
@@ -134,13 +136,14 @@ int main(int argc, char** argv) {
   dump_cmd->add_option("--subsets", dump.subsets, "Number of workers")->default_val(1);
   dump_cmd->add_flag("--separate-layouts", separate_layouts, "Give each stream its own layout");
   dump_cmd->add_option("--set", dump.overrides, "Config override key=value (repeatable, applied in order)");
-  dump_cmd->add_option("--max-minibatches", dump.max_minibatches, "Minibatches written per epoch")->default_val(10);
+  dump_cmd->add_option("--max-minibatches", dump.max_minibatches, "Minibatches written per epoch")
+      ->default_val(10);
   dump_cmd->add_flag("--keys", dump.keys, "Write the sequence keys of each minibatch instead of values");
   dump_cmd->add_option("--output", output, "Output file (default: standard output)");
 
   InspectOptions inspect;
-  CLI::App* inspect_cmd =
-      app.add_subcommand("inspect", "Describe a reader section: its files, index, streams and first minibatches");
+  CLI::App* inspect_cmd = app.add_subcommand(
+      "inspect", "Describe a reader section: its files, index, streams and first minibatches");
   inspect_cmd->add_option("--config", inspect.config_file, "CNTK config file")->required();
   inspect_cmd->add_option("--section", inspect.section, "Top-level block that holds the reader")->required();
   inspect_cmd->add_option("--reader-section", inspect.reader_section, "Reader block inside the section")

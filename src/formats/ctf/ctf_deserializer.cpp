@@ -41,7 +41,7 @@ class CtfDeserializer final : public Deserializer {
         file_(options.file),
         logger_(options.trace_level,
                 options.log_sink ? core::Logger::Sink([sink = options.log_sink](core::LogLevel level,
-                                                                                 std::string_view line) {
+                                                                                std::string_view line) {
                   sink(static_cast<int>(level), line);
                 })
                                  : core::Logger::Sink()),
@@ -55,7 +55,8 @@ class CtfDeserializer final : public Deserializer {
       if (cache_time >= 0 && cache_time >= file_.mtime() && !file_.view().empty() &&
           ctf::load_index_cache(summary_.cache_file, file_.size(), index_)) {
         summary_.loaded_from_cache = true;
-        index_.line_mode = options_.skip_sequence_ids || (first_byte < file_.size() && file_.data()[first_byte] == '|');
+        index_.line_mode =
+            options_.skip_sequence_ids || (first_byte < file_.size() && file_.data()[first_byte] == '|');
       }
     }
     if (!summary_.loaded_from_cache) {
@@ -66,9 +67,10 @@ class CtfDeserializer final : public Deserializer {
     if (index_.sequences.empty()) {
       SourceLocation where;
       where.file = options_.file;
-      throw FormatError("The input file holds no sequence" +
-                            (alias.empty() ? std::string(".") : " with the input '" + alias + "' (definesMBSize)."),
-                        where);
+      throw FormatError(
+          "The input file holds no sequence" +
+              (alias.empty() ? std::string(".") : " with the input '" + alias + "' (definesMBSize)."),
+          where);
     }
     summary_.sequences = index_.sequences.size();
     summary_.chunks = index_.chunks.size();
@@ -92,7 +94,8 @@ class CtfDeserializer final : public Deserializer {
     std::vector<ChunkInfo> out;
     out.reserve(index_.chunks.size());
     for (size_t i = 0; i < index_.chunks.size(); ++i) {
-      out.push_back(ChunkInfo{static_cast<uint32_t>(i), index_.chunks[i].samples, index_.chunks[i].num_sequences});
+      out.push_back(
+          ChunkInfo{static_cast<uint32_t>(i), index_.chunks[i].samples, index_.chunks[i].num_sequences});
     }
     return out;
   }
@@ -173,8 +176,8 @@ class CtfDeserializer final : public Deserializer {
   void validate_and_build_streams() {
     if (options_.file.empty()) throw ConfigError("The CTF deserializer needs a 'file'.", "file");
     if (options_.streams.empty()) {
-      throw ConfigError("The CTF deserializer for '" + options_.file + "' needs at least one stream in 'input'.",
-                        "input");
+      throw ConfigError(
+          "The CTF deserializer for '" + options_.file + "' needs at least one stream in 'input'.", "input");
     }
     std::set<std::string> aliases;
     int defining = 0;
@@ -182,7 +185,8 @@ class CtfDeserializer final : public Deserializer {
       CtfStreamOptions& s = options_.streams[i];
       if (s.alias.empty()) s.alias = s.name;
       const std::string key = "input." + s.name;
-      if (s.dim == 0) throw ConfigError("Stream '" + s.name + "' needs a dimension 'dim' greater than 0.", key + ".dim");
+      if (s.dim == 0)
+        throw ConfigError("Stream '" + s.name + "' needs a dimension 'dim' greater than 0.", key + ".dim");
       if (s.storage == StorageFormat::kSparseCsc && s.dim > kMaxSparseDim) {
         throw ConfigError("Sparse stream '" + s.name + "' has dim " + std::to_string(s.dim) +
                               ", above the maximum 2147483647.",
@@ -248,7 +252,8 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
     }
     s.dim = stream.get_uint("dim");
     if (!stream.exists_current("format")) {
-      throw ConfigError("Stream '" + name + "' has no 'format' (dense or sparse).", stream.path() + ".format");
+      throw ConfigError("Stream '" + name + "' has no 'format' (dense or sparse).",
+                        stream.path() + ".format");
     }
     std::string format = core::to_lower(stream.get_string("format"));
     if (format == "dense") {
@@ -261,7 +266,8 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
     }
     if (stream.exists_current("alias")) {
       s.alias = stream.get_string("alias");
-      if (s.alias.empty()) throw ConfigError("Stream '" + name + "' has an empty alias.", stream.path() + ".alias");
+      if (s.alias.empty())
+        throw ConfigError("Stream '" + name + "' has an empty alias.", stream.path() + ".alias");
     } else {
       s.alias = name;
     }
@@ -271,11 +277,12 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
   std::string precision = section.get_string("precision", "float");
   std::string lower = core::to_lower(precision);
   if (lower != "float" && lower != "double") {
-    throw ConfigError("precision is '" + precision + "'; expected 'float' or 'double'.", section.path() + ".precision");
+    throw ConfigError("precision is '" + precision + "'; expected 'float' or 'double'.",
+                      section.path() + ".precision");
   }
   // CNTK's composite factory picks float only for the exact spelling "float" (spec ctf.md §9).
-  options.element_type = (composite ? precision == "float" : lower == "float") ? ElementType::kFloat
-                                                                              : ElementType::kDouble;
+  options.element_type =
+      (composite ? precision == "float" : lower == "float") ? ElementType::kFloat : ElementType::kDouble;
   options.skip_sequence_ids = section.get_bool("skipSequenceIds", false);
   options.max_errors = section.get_uint("maxErrors", 0);
   options.trace_level = static_cast<int>(section.get_uint("traceLevel", 1));

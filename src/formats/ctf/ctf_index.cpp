@@ -15,8 +15,12 @@ constexpr uint64_t kCacheVersion = 1;
 constexpr size_t kCacheHeaderBytes = 32;
 constexpr size_t kCacheRecordBytes = 32;
 
-bool is_c_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+bool is_c_space(unsigned char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r');
+}
+bool is_digit(unsigned char c) {
+  return c >= '0' && c <= '9';
+}
 
 [[noreturn]] void fail_at(const std::string& message, std::string_view data, const std::string& file,
                           size_t offset) {
@@ -32,15 +36,19 @@ bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 class Indexer {
  public:
   Indexer(std::string_view data, const std::string& file, std::string_view main_alias)
-      : data_(data), file_(file), pattern_(main_alias.empty() ? std::string() : "|" + std::string(main_alias)) {}
+      : data_(data),
+        file_(file),
+        pattern_(main_alias.empty() ? std::string() : "|" + std::string(main_alias)) {}
 
   CtfIndex run(bool skip_sequence_ids) {
     const size_t n = data_.size();
     if (n == 0) fail_at("Input file is empty.", data_, file_, 0);
-    if (n >= 2 && static_cast<unsigned char>(data_[0]) == 0xFF && static_cast<unsigned char>(data_[1]) == 0xFE) {
-      fail_at("Found a UTF-16 BOM at the beginning of the input file. UTF-16 encoding is not supported; "
-              "convert the file to UTF-8.",
-              data_, file_, 0);
+    if (n >= 2 && static_cast<unsigned char>(data_[0]) == 0xFF &&
+        static_cast<unsigned char>(data_[1]) == 0xFE) {
+      fail_at(
+          "Found a UTF-16 BOM at the beginning of the input file. UTF-16 encoding is not supported; "
+          "convert the file to UTF-8.",
+          data_, file_, 0);
     }
     size_t pos = 0;
     static const unsigned char kBom[3] = {0xEF, 0xBB, 0xBF};
@@ -64,7 +72,8 @@ class Indexer {
   // End of the line starting at `pos`: offset just past its LF, or the file size.
   size_t line_end(size_t pos) const {
     const void* hit = std::memchr(data_.data() + pos, '\n', data_.size() - pos);
-    return hit == nullptr ? data_.size() : static_cast<size_t>(static_cast<const char*>(hit) - data_.data()) + 1;
+    return hit == nullptr ? data_.size()
+                          : static_cast<size_t>(static_cast<const char*>(hit) - data_.data()) + 1;
   }
 
   // Whether [begin, end) holds `|mainAlias` followed by a terminator (spec §4.4).
@@ -94,8 +103,8 @@ class Indexer {
                   " bytes); CTF sequences must fit in 32-bit sizes.",
               data_, file_, offset);
     }
-    index_.sequences.push_back(
-        IndexedSequence{key, static_cast<uint64_t>(offset), static_cast<uint32_t>(samples), static_cast<uint32_t>(size)});
+    index_.sequences.push_back(IndexedSequence{key, static_cast<uint64_t>(offset),
+                                               static_cast<uint32_t>(samples), static_cast<uint32_t>(size)});
   }
 
   void index_lines(size_t pos) {
@@ -132,8 +141,8 @@ class Indexer {
     const size_t n = data_.size();
     uint64_t current_id = 0;
     if (!try_read_id(pos, current_id)) {
-      fail_at("Expected a sequence id at the offset " + std::to_string(pos) + ", none was found.", data_, file_,
-              pos);
+      fail_at("Expected a sequence id at the offset " + std::to_string(pos) + ", none was found.", data_,
+              file_, pos);
     }
     size_t sequence_start = pos;
     uint64_t count = 0;
@@ -165,8 +174,12 @@ class Indexer {
   CtfIndex index_;
 };
 
-void put_u64(unsigned char* p, uint64_t v) { std::memcpy(p, &v, 8); }
-void put_u32(unsigned char* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void put_u64(unsigned char* p, uint64_t v) {
+  std::memcpy(p, &v, 8);
+}
+void put_u32(unsigned char* p, uint32_t v) {
+  std::memcpy(p, &v, 4);
+}
 uint64_t get_u64(const unsigned char* p) {
   uint64_t v;
   std::memcpy(&v, p, 8);
@@ -232,7 +245,8 @@ bool load_index_cache(const std::string& cache_path, uint64_t file_size, CtfInde
         s.offset = get_u64(r + 16);
         s.size = get_u32(r + 24);
         // Reject records that point outside the data file instead of reading out of bounds later.
-        if (s.samples == 0 || s.size == 0 || s.offset > file_size || s.size > file_size - s.offset) ok = false;
+        if (s.samples == 0 || s.size == 0 || s.offset > file_size || s.size > file_size - s.offset)
+          ok = false;
       }
       done += batch;
     }

@@ -36,11 +36,19 @@ constexpr char kCommentMarker = '#';
 constexpr char kIndexDelimiter = ':';
 constexpr char kRowDelimiter = '\n';
 
-inline bool is_value_delimiter(char c) { return c == ' ' || c == '\t'; }
+inline bool is_value_delimiter(char c) {
+  return c == ' ' || c == '\t';
+}
 // CNTK compares a signed char with 0x20: bytes 0x80..0xFF are "non-printable" too (spec §2).
-inline bool is_printable(char c) { return static_cast<signed char>(c) >= 0x20; }
-inline bool is_column_delimiter(char c) { return is_value_delimiter(c) || (!is_printable(c) && c != kRowDelimiter); }
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+inline bool is_printable(char c) {
+  return static_cast<signed char>(c) >= 0x20;
+}
+inline bool is_column_delimiter(char c) {
+  return is_value_delimiter(c) || (!is_printable(c) && c != kRowDelimiter);
+}
+inline bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Storage of one stream for all sequences of a chunk.
 template <typename T>
@@ -124,24 +132,28 @@ class ChunkParser {
       if (read_row()) {
         ++rows_read;
       } else {
-        warn("Could not read a row (# " + std::to_string(row_number) + ") while loading sequence (id = " +
-             std::to_string(key_) + ")" + where() + ".");
+        warn([&] {
+          return "Could not read a row (# " + std::to_string(row_number) +
+                 ") while loading sequence (id = " + std::to_string(key_) + ")" + where() + ".";
+        });
         count_error(-1);
       }
     }
 
     const uint64_t expected_rows = sequence.samples;
     if (rows_read < expected_rows) {
-      warn("Exhausted all input expected for the current sequence (id = " + std::to_string(key_) + ")" + where() +
-           ", but only read " + std::to_string(rows_read) + " out of " + std::to_string(expected_rows) +
-           " expected rows.");
+      warn([&] {
+        return "Exhausted all input expected for the current sequence (id = " + std::to_string(key_) + ")" +
+               where() + ", but only read " + std::to_string(rows_read) + " out of " +
+               std::to_string(expected_rows) + " expected rows.";
+      });
     }
     int empty_stream = -1;
     for (size_t s = 0; s < num_streams; ++s) {
       if (samples_[s] == 0) {
         ctx_.logger->always(core::LogLevel::kError, "ERROR: Input ('" + streams[s].name +
-                                                        "') is empty in sequence (id = " + std::to_string(key_) +
-                                                        ")" + where() + ".");
+                                                        "') is empty in sequence (id = " +
+                                                        std::to_string(key_) + ")" + where() + ".");
         if (empty_stream < 0) empty_stream = static_cast<int>(s);
       }
     }
@@ -151,9 +163,11 @@ class ChunkParser {
       if (defining_stream_ >= 0 && static_cast<int>(s) != defining_stream_) continue;
       length = std::max<uint64_t>(length, samples_[s]);
       if (samples_[s] > expected_rows) {
-        warn("Input ('" + streams[s].name + "') contains more samples than expected (" +
-             std::to_string(samples_[s]) + " vs. " + std::to_string(expected_rows) + ") for sequence (id = " +
-             std::to_string(key_) + ")" + where() + ".");
+        warn([&] {
+          return "Input ('" + streams[s].name + "') contains more samples than expected (" +
+                 std::to_string(samples_[s]) + " vs. " + std::to_string(expected_rows) +
+                 ") for sequence (id = " + std::to_string(key_) + ")" + where() + ".";
+        });
         duplicate = true;
       }
     }
@@ -163,12 +177,18 @@ class ChunkParser {
     if (duplicate) {
       count_error(-1);
     } else if (length < expected_rows) {
-      warn("Number of samples for sequence (id = " + std::to_string(key_) + ")" + where() +
-           " is less than expected (" + std::to_string(length) + " vs. " + std::to_string(expected_rows) + ").");
+      warn([&] {
+        return "Number of samples for sequence (id = " + std::to_string(key_) + ")" + where() +
+               " is less than expected (" + std::to_string(length) + " vs. " + std::to_string(expected_rows) +
+               ").";
+      });
       count_error(-1);
     }
-    info("Finished loading sequence (id = " + std::to_string(key_) + ")" + where() + ", successfully read " +
-         std::to_string(rows_read) + " out of expected " + std::to_string(expected_rows) + " rows.");
+    info([&] {
+      return "Finished loading sequence (id = " + std::to_string(key_) + ")" + where() +
+             ", successfully read " + std::to_string(rows_read) + " out of expected " +
+             std::to_string(expected_rows) + " rows.";
+    });
 
     for (size_t s = 0; s < num_streams; ++s) {
       Slot& slot = current_slots_[s];
@@ -186,11 +206,20 @@ class ChunkParser {
     return " at offset " + std::to_string(pos_) + " in the input file (" + *ctx_.file + ")";
   }
 
-  void warn(const std::string& text) {
+  // Messages are built only when their level is enabled: some (sparse suffix, sequence done) are per sample.
+  template <typename MakeText>
+  void warn(MakeText&& make_text) {
     if (ctx_.had_warnings != nullptr) ctx_.had_warnings->store(true, std::memory_order_relaxed);
-    ctx_.logger->log(core::LogLevel::kWarning, "WARNING: " + text);
+    if (ctx_.logger->enabled(core::LogLevel::kWarning)) {
+      ctx_.logger->log(core::LogLevel::kWarning, "WARNING: " + std::string(make_text()));
+    }
   }
-  void info(const std::string& text) { ctx_.logger->log(core::LogLevel::kInfo, "INFO: " + text); }
+  template <typename MakeText>
+  void info(MakeText&& make_text) {
+    if (ctx_.logger->enabled(core::LogLevel::kInfo)) {
+      ctx_.logger->log(core::LogLevel::kInfo, "INFO: " + std::string(make_text()));
+    }
+  }
 
   SourceLocation location(int stream) const {
     SourceLocation loc;
@@ -213,13 +242,14 @@ class ChunkParser {
     }
     if (ctx_.budget->consume(where_text)) return;
     if (ctx_.logger->trace_level() < 1 && ctx_.had_warnings != nullptr && ctx_.had_warnings->load()) {
-      ctx_.logger->always(core::LogLevel::kError,
-                          "WARNING: Warnings were generated while reading the input file; set traceLevel to 1 "
-                          "or higher to see them.");
+      ctx_.logger->always(
+          core::LogLevel::kError,
+          "WARNING: Warnings were generated while reading the input file; set traceLevel to 1 "
+          "or higher to see them.");
     }
-    throw FormatError("Reached the maximum number of allowed errors while reading the input file (" +
-                          *ctx_.file + ").",
-                      location(stream));
+    throw FormatError(
+        "Reached the maximum number of allowed errors while reading the input file (" + *ctx_.file + ").",
+        location(stream));
   }
 
   void skip_to_next_input() {
@@ -238,10 +268,12 @@ class ChunkParser {
       if (c == kRowDelimiter) {
         ++pos_;
         if (samples_in_row == 0) {
-          warn("Empty input row" + where() + ".");
+          warn([&] { return "Empty input row" + where() + "."; });
         } else if (samples_in_row > ctx_.streams->size()) {
-          warn("Input row" + where() + " contains more samples than expected (" + std::to_string(samples_in_row) +
-               " vs. " + std::to_string(ctx_.streams->size()) + ").");
+          warn([&] {
+            return "Input row" + where() + " contains more samples than expected (" +
+                   std::to_string(samples_in_row) + " vs. " + std::to_string(ctx_.streams->size()) + ").";
+          });
         }
         return samples_in_row > 0;
       }
@@ -260,14 +292,18 @@ class ChunkParser {
   }
 
   void warn_row_exhausted() {
-    warn("Exhausted all input expected for the current sequence while reading an input row" + where() +
-         ". Possibly, a trailing newline is missing.");
+    warn([&] {
+      return "Exhausted all input expected for the current sequence while reading an input row" + where() +
+             ". Possibly, a trailing newline is missing.";
+    });
   }
 
   bool read_sample() {
     if (current() != kNamePrefix) {
-      warn(std::string("Unexpected character ('") + current() + "') in place of the input name prefix ('|')" +
-           where() + ".");
+      warn([&] {
+        return std::string("Unexpected character ('") + current() +
+               "') in place of the input name prefix ('|')" + where() + ".";
+      });
       count_error(-1);
       return false;
     }
@@ -281,29 +317,38 @@ class ChunkParser {
       char c = current();
       if (is_value_delimiter(c) || c == kNamePrefix || !is_printable(c)) break;
       if (pos_ - name_begin >= max_alias_length_) {
-        info("Skipping over-long input name starting with '" +
-             std::string(data_ + name_begin, pos_ - name_begin) + "'" + where() +
-             ": it is longer than every input name in the reader config section.");
+        info([&] {
+          return "Skipping over-long input name starting with '" +
+                 std::string(data_ + name_begin, pos_ - name_begin) + "'" + where() +
+                 ": it is longer than every input name in the reader config section.";
+        });
         return false;
       }
       ++pos_;
     }
     if (!can_read()) {
-      warn("Exhausted all input expected for the current sequence while reading an input name" + where() + ".");
+      warn([&] {
+        return "Exhausted all input expected for the current sequence while reading an input name" + where() +
+               ".";
+      });
       count_error(-1);
       return false;
     }
     if (pos_ == name_begin) {
-      warn(std::string("Input name prefix ('|') is followed by an invalid character ('") + current() + "')" +
-           where() + ".");
+      warn([&] {
+        return std::string("Input name prefix ('|') is followed by an invalid character ('") + current() +
+               "')" + where() + ".";
+      });
       count_error(-1);
       return false;
     }
     std::string_view name(data_ + name_begin, pos_ - name_begin);
     auto it = alias_to_stream_.find(name);
     if (it == alias_to_stream_.end()) {
-      info("Skipping unknown input ('" + std::string(name) + "')" + where() + ". Input name '" +
-           std::string(name) + "' was not specified in the reader config section.");
+      info([&] {
+        return "Skipping unknown input ('" + std::string(name) + "')" + where() + ". Input name '" +
+               std::string(name) + "' was not specified in the reader config section.";
+      });
       return false;
     }
     const size_t stream = it->second;
@@ -342,7 +387,10 @@ class ChunkParser {
       ++count;
     }
     warn_row_exhausted();
-    warn("Exhausted all input expected for the current sequence while reading a dense sample" + where() + ".");
+    warn([&] {
+      return "Exhausted all input expected for the current sequence while reading a dense sample" + where() +
+             ".";
+    });
     if (count == 0 && pos_ >= range_end_) return false;
     // CNTK skips the size check and the zero padding here, which misaligns the stream; we apply both.
     return finish_dense(storage, dim, begin, count);
@@ -350,13 +398,17 @@ class ChunkParser {
 
   bool finish_dense(StreamStorage<T>& storage, size_t dim, size_t begin, size_t count) {
     if (count > dim) {
-      warn("Dense sample (size = " + std::to_string(count) + ")" + where() + " exceeds the expected size (" +
-           std::to_string(dim) + ").");
+      warn([&] {
+        return "Dense sample (size = " + std::to_string(count) + ")" + where() +
+               " exceeds the expected size (" + std::to_string(dim) + ").";
+      });
       return false;
     }
     if (count < dim) {
-      warn("A dense sample" + where() + " has a sparse suffix (expected size = " + std::to_string(dim) +
-           ", actual size = " + std::to_string(count) + ").");
+      warn([&] {
+        return "A dense sample" + where() + " has a sparse suffix (expected size = " + std::to_string(dim) +
+               ", actual size = " + std::to_string(count) + ").";
+      });
       storage.values.resize(begin + dim, T(0));
     }
     return true;
@@ -377,17 +429,24 @@ class ChunkParser {
       uint64_t index;
       if (!read_index(index)) return false;
       if (index >= dim) {
-        warn("Sparse index value (" + std::to_string(index) + ")" + where() +
-             " exceeds the maximum expected value (" + std::to_string(dim - 1) + ").");
+        warn([&] {
+          return "Sparse index value (" + std::to_string(index) + ")" + where() +
+                 " exceeds the maximum expected value (" + std::to_string(dim - 1) + ").";
+        });
         return false;
       }
       if (!can_read() || current() != kIndexDelimiter) {
         if (!can_read()) {
-          warn("Exhausted all input expected for the current sequence while reading a sparse sample" + where() + ".");
+          warn([&] {
+            return "Exhausted all input expected for the current sequence while reading a sparse sample" +
+                   where() + ".";
+          });
         } else {
-          warn(std::string("Unexpected character('") + current() +
-               "') in place of the index delimiter (':') after a sparse value index (" + std::to_string(index) +
-               ")" + where() + ".");
+          warn([&] {
+            return std::string("Unexpected character('") + current() +
+                   "') in place of the index delimiter (':') after a sparse value index (" +
+                   std::to_string(index) + ")" + where() + ".";
+          });
         }
         return false;
       }
@@ -399,8 +458,12 @@ class ChunkParser {
       ++count;
     }
     warn_row_exhausted();
-    warn("Exhausted all input expected for the current sequence while reading a sparse sample" + where() + ".");
-    // CNTK: success if the file is shorter than indexed or this stream already holds entries for this sequence.
+    warn([&] {
+      return "Exhausted all input expected for the current sequence while reading a sparse sample" + where() +
+             ".";
+    });
+    // CNTK: success if the file is shorter than indexed or this stream already holds entries for this
+    // sequence.
     const bool has_entries = storage.values.size() > current_slots_[stream].value_begin;
     if (pos_ < range_end_ || has_entries) {
       storage.nnz_counts.push_back(count);
@@ -411,21 +474,24 @@ class ChunkParser {
 
   bool read_index(uint64_t& value) {
     if (!is_digit(current())) {
-      warn("Expected a uint64 value, but none found" + where() + ".");
+      warn([&] { return "Expected a uint64 value, but none found" + where() + "."; });
       return false;
     }
     value = 0;
     while (can_read() && is_digit(current())) {
       uint64_t digit = static_cast<uint64_t>(current() - '0');
       if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) {
-        warn("Overflow while reading a uint64 value" + where() + ".");
+        warn([&] { return "Overflow while reading a uint64 value" + where() + "."; });
         return false;
       }
       value = value * 10 + digit;
       ++pos_;
     }
     if (!can_read()) {
-      warn("Exhausted all input expected for the current sequence while reading a uint64 value" + where() + ".");
+      warn([&] {
+        return "Exhausted all input expected for the current sequence while reading a uint64 value" +
+               where() + ".";
+      });
       return false;
     }
     return true;
@@ -450,14 +516,19 @@ class ChunkParser {
             negative = ch == '-';
             state = State::kSign;
           } else {
-            warn(std::string("Unexpected character ('") + ch + "') in a floating point value" + where() + ".");
+            warn([&] {
+              return std::string("Unexpected character ('") + ch + "') in a floating point value" + where() +
+                     ".";
+            });
             return false;
           }
           break;
         case State::kSign:
           if (!digit) {
-            warn(std::string("A sign symbol is followed by an invalid character ('") + ch +
-                 "') in a floating point value" + where() + ".");
+            warn([&] {
+              return std::string("A sign symbol is followed by an invalid character ('") + ch +
+                     "') in a floating point value" + where() + ".";
+            });
             return false;
           }
           n = dv;
@@ -510,15 +581,19 @@ class ChunkParser {
             negative = ch == '-';
             state = State::kExpSign;
           } else {
-            warn(std::string("An exponent symbol is followed by an invalid character ('") + ch +
-                 "') in a floating point value" + where() + ".");
+            warn([&] {
+              return std::string("An exponent symbol is followed by an invalid character ('") + ch +
+                     "') in a floating point value" + where() + ".";
+            });
             return false;
           }
           break;
         case State::kExpSign:
           if (!digit) {
-            warn(std::string("An exponent sign is followed by an invalid character ('") + ch +
-                 "') in a floating point value" + where() + ".");
+            warn([&] {
+              return std::string("An exponent sign is followed by an invalid character ('") + ch +
+                     "') in a floating point value" + where() + ".";
+            });
             return false;
           }
           n = dv;
@@ -536,7 +611,8 @@ class ChunkParser {
       ++pos_;
     }
     if (pos_ < range_end_) {
-      warn("Expected more bytes of a floating point value, but the file ends" + where() + ".");
+      warn(
+          [&] { return "Expected more bytes of a floating point value, but the file ends" + where() + "."; });
       return false;
     }
     switch (state) {
@@ -552,8 +628,11 @@ class ChunkParser {
         out = c * std::pow(10.0, negative ? -n : n);
         return true;
       default:
-        warn("Exhausted all input expected for the current sequence while reading a floating point value" +
-             where() + ".");
+        warn([&] {
+          return "Exhausted all input expected for the current sequence while reading a floating point "
+                 "value" +
+                 where() + ".";
+        });
         return false;
     }
   }

@@ -35,8 +35,8 @@ class ErrorBudget {
 
 /// Everything a chunk parse needs from its deserializer.
 struct ParseContext {
-  std::string_view data;                  ///< the whole file
-  const std::string* file = nullptr;      ///< path as configured (used in messages)
+  std::string_view data;              ///< the whole file
+  const std::string* file = nullptr;  ///< path as configured (used in messages)
   const std::vector<StreamInfo>* streams = nullptr;
   ElementType element_type = ElementType::kFloat;
   core::Logger* logger = nullptr;
