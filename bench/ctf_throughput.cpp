@@ -1,0 +1,698 @@
+// CTF throughput: cntkio's indexer + parser against a minimal fast_float tokenizer, on the same bytes.
+//
+// For each of three generated files (dense, sparse, sequences) the program measures, single-threaded and
+// with the file in the page cache:
+//   index      make_ctf_deserializer() alone (maps the file, builds the sequence index and the chunks);
+//   cntkio     index + load_chunk() of every chunk + reading every value through Chunk::get_sequence;
+//   fast_float a reference loop that maps the file, skips `|name`, splits on blanks, `:` and newlines, reads
+//              ids and sparse indices with a digit loop and every value with fast_float::from_chars (float),
+//              and sums them: the practical limit of a text parser that produces the same numbers.
+// Each figure is the median of --reps repetitions; MB = 10^6 bytes. The ratio cntkio/fast_float is printed
+// with its target (>= 1.0 for dense and sparse, >= 0.6 for sequences). Both sides sum what they read, and
+// the sums and counts are compared, so neither can be optimised away and both read the same numbers.
+//
+// Usage: ctf_throughput [--scale S] [--dir D] [--keep] [--reps N] [--datasets LIST] [--json]
+// (--help explains the options; bench/README.md has figures measured with it).
+
+#include <fast_float/fast_float.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "cntkio/ctf.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Elapsed wall-clock and thread CPU time. The CPU time leaves out the time this thread waited for a core,
+// which matters on a shared machine; both include the kernel's work for the thread (page faults, munmap).
+struct Seconds {
+  double wall = 0;
+  double cpu = 0;
+};
+
+double thread_cpu_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+class Stopwatch {
+ public:
+  Stopwatch() : wall_(Clock::now()), cpu_(thread_cpu_now()) {}
+  Seconds elapsed() const {
+    return Seconds{std::chrono::duration<double>(Clock::now() - wall_).count(), thread_cpu_now() - cpu_};
+  }
+
+ private:
+  Clock::time_point wall_;
+  double cpu_;
+};
+
+// ----------------------------------------------------------------------------------------------------
+// Command line
+
+struct Args {
+  double scale = 1.0;
+  std::string dir;
+  bool keep = false;
+  bool json = false;
+  int reps = 3;
+  std::vector<std::string> datasets = {"dense", "sparse", "sequences"};
+};
+
+void print_usage(std::FILE* to) {
+  std::fprintf(to,
+               "usage: ctf_throughput [--scale S] [--dir D] [--keep] [--reps N] [--datasets LIST] [--json]\n"
+               "  --scale S      size factor of the generated files (default 1: about 70-160 MB each)\n"
+               "  --dir D        generate the files in D (default: a new temporary directory)\n"
+               "  --keep         keep the generated files, and reuse files already in --dir\n"
+               "  --reps N       timed repetitions per figure; the median is reported (default 3)\n"
+               "  --datasets L   comma-separated subset of dense,sparse,sequences\n"
+               "  --json         print one JSON line per dataset instead of the table\n");
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    if (end > begin) out.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return out;
+}
+
+Args parse_args(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&](auto convert) {
+      const std::string text = value();
+      try {
+        return convert(text);
+      } catch (const std::exception&) {
+        throw std::invalid_argument(a + " needs a number, not '" + text + "'");
+      }
+    };
+    if (a == "--scale") {
+      args.scale = number([](const std::string& t) { return std::stod(t); });
+      if (!(args.scale > 0)) throw std::invalid_argument("--scale must be > 0");
+    } else if (a == "--dir") {
+      args.dir = value();
+    } else if (a == "--keep") {
+      args.keep = true;
+    } else if (a == "--json") {
+      args.json = true;
+    } else if (a == "--reps") {
+      args.reps = number([](const std::string& t) { return std::stoi(t); });
+      if (args.reps < 1) throw std::invalid_argument("--reps must be >= 1");
+    } else if (a == "--datasets") {
+      args.datasets = split_list(value());
+      for (const auto& d : args.datasets) {
+        if (d != "dense" && d != "sparse" && d != "sequences")
+          throw std::invalid_argument("unknown dataset " + d);
+      }
+    } else if (a == "--help" || a == "-h") {
+      print_usage(stdout);
+      std::exit(0);
+    } else {
+      throw std::invalid_argument("unknown argument " + a);
+    }
+  }
+  return args;
+}
+
+// ----------------------------------------------------------------------------------------------------
+// Data generation
+
+// Buffered file writer with the few formatting primitives the generators need.
+class Writer {
+ public:
+  explicit Writer(const std::string& path)
+      : path_(path), file_(std::fopen(path.c_str(), "wb")), buffer_(kSize) {
+    if (file_ == nullptr) throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+  }
+  ~Writer() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  void put(char c) {
+    reserve(1);
+    buffer_[used_++] = c;
+  }
+  void put(std::string_view s) {
+    reserve(s.size());
+    std::memcpy(buffer_.data() + used_, s.data(), s.size());
+    used_ += s.size();
+  }
+  void put_uint(uint64_t v) {
+    reserve(20);
+    char* p = buffer_.data() + used_;
+    used_ += static_cast<size_t>(std::to_chars(p, p + 20, v).ptr - p);
+  }
+  // `micros` in [0, 1e6) written as 0.dddddd (6 decimals, like "%.6f" of micros / 1e6).
+  void put_fraction6(uint32_t micros) {
+    reserve(8);
+    char* p = buffer_.data() + used_;
+    p[0] = '0';
+    p[1] = '.';
+    for (int i = 7; i >= 2; --i) {
+      p[i] = static_cast<char>('0' + micros % 10);
+      micros /= 10;
+    }
+    used_ += 8;
+  }
+  void close() {
+    flush();
+    if (std::fclose(file_) != 0) {
+      file_ = nullptr;
+      throw std::runtime_error("cannot write " + path_);
+    }
+    file_ = nullptr;
+  }
+
+ private:
+  static constexpr size_t kSize = 4 << 20;
+  void reserve(size_t n) {
+    if (used_ + n > buffer_.size()) flush();
+  }
+  void flush() {
+    if (used_ > 0 && std::fwrite(buffer_.data(), 1, used_, file_) != used_) {
+      throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+    }
+    used_ = 0;
+  }
+
+  std::string path_;
+  std::FILE* file_;
+  std::vector<char> buffer_;
+  size_t used_ = 0;
+};
+
+struct Dataset {
+  std::string name;
+  std::string path;
+  std::vector<cntkio::CtfStreamOptions> streams;
+  double target = 1.0;  // minimum cntkio/fast_float ratio we aim for
+  uint64_t sequences = 0;
+  bool generated = false;  // whether this run wrote the file (and so removes it unless --keep)
+};
+
+cntkio::CtfStreamOptions stream(const std::string& name, size_t dim, cntkio::StorageFormat storage) {
+  cntkio::CtfStreamOptions s;
+  s.name = name;
+  s.dim = dim;
+  s.storage = storage;
+  return s;
+}
+
+uint64_t scaled(double base, double scale) {
+  return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(base * scale)));
+}
+
+// (a) N lines `|features v1 ... v784 |labels <one-hot of 10>`, values 0.dddddd.
+void generate_dense(const std::string& path, uint64_t lines) {
+  std::mt19937_64 rng(20240601);
+  Writer w(path);
+  for (uint64_t i = 0; i < lines; ++i) {
+    w.put("|features");
+    for (int k = 0; k < 784; ++k) {
+      w.put(' ');
+      w.put_fraction6(static_cast<uint32_t>(rng() % 1000000));
+    }
+    w.put(" |labels");
+    const uint64_t hot = rng() % 10;
+    for (uint64_t k = 0; k < 10; ++k) w.put(k == hot ? " 1" : " 0");
+    w.put('\n');
+  }
+  w.close();
+}
+
+// (b) N lines `|x i:v ...` (50 sorted distinct indices below 1,000,000) `|y k:1` (k below 1000).
+void generate_sparse(const std::string& path, uint64_t lines) {
+  std::mt19937_64 rng(20240602);
+  Writer w(path);
+  std::array<uint32_t, 50> indices{};
+  for (uint64_t i = 0; i < lines; ++i) {
+    bool distinct = false;
+    while (!distinct) {
+      for (auto& index : indices) index = static_cast<uint32_t>(rng() % 1000000);
+      std::sort(indices.begin(), indices.end());
+      distinct = std::adjacent_find(indices.begin(), indices.end()) == indices.end();
+    }
+    w.put("|x");
+    for (uint32_t index : indices) {
+      w.put(' ');
+      w.put_uint(index);
+      w.put(':');
+      w.put_fraction6(static_cast<uint32_t>(rng() % 1000000));
+    }
+    w.put(" |y ");
+    w.put_uint(rng() % 1000);
+    w.put(":1\n");
+  }
+  w.close();
+}
+
+// (c) N sequences with ids, 5-50 lines each: `id |a i:1 |b j:1` (i below 50,000, j below 1000).
+void generate_sequences(const std::string& path, uint64_t sequences) {
+  std::mt19937_64 rng(20240603);
+  Writer w(path);
+  for (uint64_t id = 0; id < sequences; ++id) {
+    const uint64_t length = 5 + rng() % 46;
+    for (uint64_t l = 0; l < length; ++l) {
+      w.put_uint(id);
+      w.put(" |a ");
+      w.put_uint(rng() % 50000);
+      w.put(":1 |b ");
+      w.put_uint(rng() % 1000);
+      w.put(":1\n");
+    }
+  }
+  w.close();
+}
+
+Dataset make_dataset(const std::string& name, const fs::path& dir, double scale, bool reuse) {
+  using cntkio::StorageFormat;
+  Dataset d;
+  d.name = name;
+  uint64_t count = 0;
+  void (*generate)(const std::string&, uint64_t) = nullptr;
+  if (name == "dense") {
+    count = scaled(20000, scale);
+    d.streams = {stream("features", 784, StorageFormat::kDense), stream("labels", 10, StorageFormat::kDense)};
+    generate = generate_dense;
+  } else if (name == "sparse") {
+    count = scaled(200000, scale);
+    d.streams = {stream("x", 1000000, StorageFormat::kSparseCsc),
+                 stream("y", 1000, StorageFormat::kSparseCsc)};
+    generate = generate_sparse;
+  } else {
+    count = scaled(100000, scale);
+    d.streams = {stream("a", 50000, StorageFormat::kSparseCsc), stream("b", 1000, StorageFormat::kSparseCsc)};
+    d.target = 0.6;
+    generate = generate_sequences;
+  }
+  d.sequences = count;
+  d.path = (dir / (name + "_" + std::to_string(count) + ".ctf")).string();
+  if (!(reuse && fs::exists(d.path))) {
+    std::fprintf(stderr, "generating %s ...\n", d.path.c_str());
+    generate(d.path, count);
+    d.generated = true;
+  }
+  return d;
+}
+
+// ----------------------------------------------------------------------------------------------------
+// Measurement
+
+// What a pass read: compared between cntkio and the reference.
+struct Checks {
+  uint64_t values = 0;     // numbers that are values (not ids, not sparse indices)
+  uint64_t index_sum = 0;  // sum of the sparse indices
+  double value_sum = 0;    // sum of the values (each as float)
+  uint64_t id_sum = 0;     // reference only: sum of the sequence ids of all lines (read, not compared)
+};
+
+// Sum of n floats with independent accumulators, so the check costs little next to the parse.
+double sum_floats(const float* v, size_t n) {
+  double acc[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) acc[k] += v[i + k];
+  }
+  for (; i < n; ++i) acc[0] += v[i];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+uint64_t sum_indices(const int32_t* v, size_t n) {
+  uint64_t acc[4] = {};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int k = 0; k < 4; ++k) acc[k] += static_cast<uint32_t>(v[i + k]);
+  }
+  for (; i < n; ++i) acc[0] += static_cast<uint32_t>(v[i]);
+  return acc[0] + acc[1] + acc[2] + acc[3];
+}
+
+struct CntkioPass {
+  Seconds index;
+  Seconds total;
+  uint64_t sequences = 0;
+  uint64_t chunks = 0;
+  Checks checks;
+};
+
+CntkioPass run_cntkio(const Dataset& d) {
+  cntkio::CtfOptions options;
+  options.file = d.path;
+  options.streams = d.streams;
+  options.element_type = cntkio::ElementType::kFloat;
+  options.trace_level = 0;  // chunk_size_in_bytes stays at its default (32 MiB)
+
+  CntkioPass pass;
+  const Stopwatch watch;
+  std::shared_ptr<cntkio::Deserializer> deserializer = cntkio::make_ctf_deserializer(options);
+  pass.index = watch.elapsed();
+
+  const std::vector<cntkio::StreamInfo>& streams = deserializer->streams();
+  std::vector<cntkio::SequenceData> data;
+  for (const cntkio::ChunkInfo& info : deserializer->chunk_infos()) {
+    cntkio::ChunkPtr chunk = deserializer->load_chunk(info.id);
+    for (size_t i = 0; i < info.number_of_sequences; ++i) {
+      data.clear();
+      chunk->get_sequence(static_cast<uint32_t>(i), data);
+      for (size_t s = 0; s < streams.size(); ++s) {
+        const cntkio::SequenceData& sd = data[s];
+        const float* values = static_cast<const float*>(sd.values);
+        size_t n = 0;
+        if (streams[s].storage == cntkio::StorageFormat::kSparseCsc) {
+          n = sd.total_nnz;
+          pass.checks.index_sum += sum_indices(sd.indices, n);
+        } else {
+          n = static_cast<size_t>(sd.number_of_samples) * streams[s].sample_dim();
+        }
+        pass.checks.value_sum += sum_floats(values, n);
+        pass.checks.values += n;
+      }
+    }
+  }
+  const cntkio::CtfIndexSummary summary = cntkio::ctf_index_summary(*deserializer);
+  deserializer.reset();  // unmaps the file: part of the cost, as the reference's munmap is
+  pass.total = watch.elapsed();
+  pass.sequences = summary.sequences;
+  pass.chunks = summary.chunks;
+  return pass;
+}
+
+// Read-only mapping, mapped the way cntkio maps its input (MAP_PRIVATE, MADV_SEQUENTIAL).
+class Mapping {
+ public:
+  explicit Mapping(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error("cannot open " + path);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || st.st_size == 0) {
+      ::close(fd);
+      throw std::runtime_error("cannot stat or empty: " + path);
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) throw std::runtime_error("cannot map " + path);
+    ::madvise(p, size_, MADV_SEQUENTIAL);
+    data_ = static_cast<const char*>(p);
+  }
+  ~Mapping() { ::munmap(const_cast<char*>(data_), size_); }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  const char* begin() const { return data_; }
+  const char* end() const { return data_ + size_; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+inline bool is_digit(char c) {
+  return static_cast<unsigned char>(c - '0') < 10;
+}
+
+// The reference: tokenize and convert every number, nothing else (no validation, no storage).
+__attribute__((noinline)) Checks reference_scan(const char* p, const char* end) {
+  Checks checks;
+  double sum = 0;
+  uint64_t values = 0;
+  uint64_t index_sum = 0;
+  uint64_t id_sum = 0;
+  bool in_stream = false;  // after a `|name` on the current line: numbers are values or indices
+  while (p < end) {
+    const char c = *p;
+    if (c == '\n') {
+      in_stream = false;
+      ++p;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      ++p;
+    } else if (c == '|') {
+      ++p;
+      while (p < end && *p != ' ' && *p != '\t' && *p != '\n' && *p != '|') ++p;
+      in_stream = true;
+    } else if (!in_stream) {  // sequence id
+      const char* q = p;
+      uint64_t id = 0;
+      while (q < end && is_digit(*q)) id = id * 10 + static_cast<uint64_t>(*q++ - '0');
+      id_sum += id;
+      p = q == p ? p + 1 : q;
+    } else {
+      // A run of digits followed by ':' is a sparse index; everything else is a value.
+      const char* q = p;
+      uint64_t index = 0;
+      while (q < end && is_digit(*q)) index = index * 10 + static_cast<uint64_t>(*q++ - '0');
+      if (q != p && q < end && *q == ':') {
+        index_sum += index;
+        p = q + 1;
+      }
+      float value;
+      const fast_float::from_chars_result r = fast_float::from_chars(p, end, value);
+      if (r.ec != std::errc()) {
+        ++p;
+        continue;
+      }
+      sum += value;
+      ++values;
+      p = r.ptr;
+    }
+  }
+  checks.values = values;
+  checks.index_sum = index_sum;
+  checks.value_sum = sum;
+  checks.id_sum = id_sum;
+  return checks;
+}
+
+struct ReferencePass {
+  Seconds seconds;
+  Checks checks;
+};
+
+ReferencePass run_reference(const Dataset& d) {
+  ReferencePass pass;
+  const Stopwatch watch;
+  {
+    Mapping map(d.path);
+    pass.checks = reference_scan(map.begin(), map.end());
+  }
+  pass.seconds = watch.elapsed();
+  return pass;
+}
+
+// Reads the whole file once so that every timed pass finds it in the page cache.
+void warm_up(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open " + path);
+  std::vector<char> buffer(1 << 20);
+  while (::read(fd, buffer.data(), buffer.size()) > 0) {
+  }
+  ::close(fd);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Result {
+  std::string name;
+  uint64_t bytes = 0;
+  uint64_t sequences = 0;
+  uint64_t chunks = 0;
+  uint64_t values = 0;
+  // Wall-clock figures (the ones reported): MB/s of each step, median over the repetitions.
+  double index_mbs = 0;
+  double parse_mbs = 0;  // load + touch only (total minus index)
+  double cntkio_mbs = 0;
+  double reference_mbs = 0;
+  double ratio = 0;
+  // The same from thread CPU time: robust against other processes competing for the cores.
+  double cntkio_cpu_mbs = 0;
+  double reference_cpu_mbs = 0;
+  double cpu_ratio = 0;
+  double target = 0;
+  bool checks_ok = false;
+  std::string check_note;
+};
+
+Result measure(const Dataset& d, int reps) {
+  Result r;
+  r.name = d.name;
+  r.target = d.target;
+  r.bytes = static_cast<uint64_t>(fs::file_size(d.path));
+  warm_up(d.path);
+  std::vector<double> index_s, parse_s, total_s, reference_s, total_cpu_s, reference_cpu_s;
+  CntkioPass last_cntkio;
+  ReferencePass last_reference;
+  for (int rep = 0; rep < reps; ++rep) {
+    last_cntkio = run_cntkio(d);
+    last_reference = run_reference(d);
+    index_s.push_back(last_cntkio.index.wall);
+    parse_s.push_back(last_cntkio.total.wall - last_cntkio.index.wall);
+    total_s.push_back(last_cntkio.total.wall);
+    reference_s.push_back(last_reference.seconds.wall);
+    total_cpu_s.push_back(last_cntkio.total.cpu);
+    reference_cpu_s.push_back(last_reference.seconds.cpu);
+    std::fprintf(stderr,
+                 "  %s rep %d: index %.3f s, cntkio %.3f s (cpu %.3f s), fast_float %.3f s (cpu %.3f s)\n",
+                 d.name.c_str(), rep + 1, last_cntkio.index.wall, last_cntkio.total.wall,
+                 last_cntkio.total.cpu, last_reference.seconds.wall, last_reference.seconds.cpu);
+  }
+  const double mb = static_cast<double>(r.bytes) / 1e6;
+  r.index_mbs = mb / median(index_s);
+  r.parse_mbs = mb / median(parse_s);
+  r.cntkio_mbs = mb / median(total_s);
+  r.reference_mbs = mb / median(reference_s);
+  r.ratio = r.cntkio_mbs / r.reference_mbs;
+  r.cntkio_cpu_mbs = mb / median(total_cpu_s);
+  r.reference_cpu_mbs = mb / median(reference_cpu_s);
+  r.cpu_ratio = r.cntkio_cpu_mbs / r.reference_cpu_mbs;
+  r.sequences = last_cntkio.sequences;
+  r.chunks = last_cntkio.chunks;
+  r.values = last_cntkio.checks.values;
+
+  const Checks& a = last_cntkio.checks;
+  const Checks& b = last_reference.checks;
+  const double scale = std::max(1.0, std::fabs(b.value_sum));
+  const double rel = std::fabs(a.value_sum - b.value_sum) / scale;
+  r.checks_ok =
+      a.values == b.values && a.index_sum == b.index_sum && rel < 1e-6 && r.sequences == d.sequences;
+  char note[256];
+  std::snprintf(
+      note, sizeof note,
+      "values %llu/%llu, index sums %llu/%llu, value sums %.6f/%.6f (rel %.1e), sequences %llu/%llu",
+      static_cast<unsigned long long>(a.values), static_cast<unsigned long long>(b.values),
+      static_cast<unsigned long long>(a.index_sum), static_cast<unsigned long long>(b.index_sum), a.value_sum,
+      b.value_sum, rel, static_cast<unsigned long long>(r.sequences),
+      static_cast<unsigned long long>(d.sequences));
+  r.check_note = note;
+  return r;
+}
+
+// ----------------------------------------------------------------------------------------------------
+// Output
+
+void print_table(const std::vector<Result>& results, int reps) {
+  std::printf(
+      "cntkio CTF throughput: 1 thread, float, chunkSizeInBytes 32 MiB, file in page cache, "
+      "median of %d (MB = 10^6 bytes)\n\n",
+      reps);
+  std::printf("%-10s %8s %10s %6s %10s %10s %10s %11s %10s %6s %6s %7s\n", "dataset", "file MB", "sequences",
+              "chunks", "values", "index", "parse", "cntkio", "fast_float", "ratio", "(cpu)", "target");
+  std::printf("%-10s %8s %10s %6s %10s %10s %10s %11s %10s\n", "", "", "", "", "", "MB/s", "MB/s", "MB/s",
+              "MB/s");
+  for (const Result& r : results) {
+    char target[16];
+    std::snprintf(target, sizeof target, ">=%.1fx", r.target);
+    std::printf("%-10s %8.1f %10llu %6llu %10llu %10.1f %10.1f %11.1f %10.1f %5.2fx %5.2fx %7s %s\n",
+                r.name.c_str(), static_cast<double>(r.bytes) / 1e6,
+                static_cast<unsigned long long>(r.sequences), static_cast<unsigned long long>(r.chunks),
+                static_cast<unsigned long long>(r.values), r.index_mbs, r.parse_mbs, r.cntkio_mbs,
+                r.reference_mbs, r.ratio, r.cpu_ratio, target, r.ratio >= r.target ? "met" : "MISSED");
+  }
+  std::printf(
+      "\nindex = make_ctf_deserializer (map + index + chunks); parse = load_chunk of every chunk + reading "
+      "every\n"
+      "value; cntkio = index + parse; fast_float = map + tokenize + fast_float::from_chars of every value;\n"
+      "ratio = cntkio / fast_float from wall-clock time, (cpu) = the same from thread CPU time.\n");
+  for (const Result& r : results) {
+    std::printf("check %-10s %s: %s\n", r.name.c_str(), r.checks_ok ? "ok" : "MISMATCH",
+                r.check_note.c_str());
+  }
+}
+
+void print_json(const std::vector<Result>& results, int reps) {
+  for (const Result& r : results) {
+    std::printf(
+        "{\"dataset\":\"%s\",\"file_bytes\":%llu,\"sequences\":%llu,\"chunks\":%llu,\"values\":%llu,"
+        "\"reps\":%d,\"index_mb_s\":%.1f,\"parse_mb_s\":%.1f,\"cntkio_mb_s\":%.1f,\"fast_float_mb_s\":%.1f,"
+        "\"ratio\":%.3f,\"cntkio_cpu_mb_s\":%.1f,\"fast_float_cpu_mb_s\":%.1f,\"cpu_ratio\":%.3f,"
+        "\"target\":%.1f,\"target_met\":%s,\"checks_ok\":%s}\n",
+        r.name.c_str(), static_cast<unsigned long long>(r.bytes),
+        static_cast<unsigned long long>(r.sequences), static_cast<unsigned long long>(r.chunks),
+        static_cast<unsigned long long>(r.values), reps, r.index_mbs, r.parse_mbs, r.cntkio_mbs,
+        r.reference_mbs, r.ratio, r.cntkio_cpu_mbs, r.reference_cpu_mbs, r.cpu_ratio, r.target,
+        r.ratio >= r.target ? "true" : "false", r.checks_ok ? "true" : "false");
+  }
+}
+
+fs::path make_temp_dir() {
+  std::string pattern = (fs::temp_directory_path() / "cntkio_bench_XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory");
+  return pattern;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args args = parse_args(argc, argv);
+    const bool own_dir = args.dir.empty();
+    const fs::path dir = own_dir ? make_temp_dir() : fs::path(args.dir);
+    if (!own_dir) fs::create_directories(dir);
+
+    std::vector<Result> results;
+    bool all_ok = true;
+    try {
+      for (const std::string& name : args.datasets) {
+        Dataset d = make_dataset(name, dir, args.scale, args.keep && !own_dir);
+        results.push_back(measure(d, args.reps));
+        all_ok = all_ok && results.back().checks_ok;
+        if (d.generated && !args.keep) fs::remove(d.path);
+      }
+    } catch (...) {
+      if (own_dir && !args.keep) fs::remove_all(dir);
+      throw;
+    }
+    if (own_dir && !args.keep) fs::remove_all(dir);
+    if (args.keep) std::fprintf(stderr, "kept the data files in %s\n", dir.c_str());
+    if (args.json) {
+      print_json(results, args.reps);
+    } else {
+      print_table(results, args.reps);
+    }
+    return all_ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ctf_throughput: %s (see --help)\n", e.what());
+    return 2;
+  }
+}
