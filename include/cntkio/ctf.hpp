@@ -16,6 +16,7 @@
 
 #include "cntkio/config.hpp"
 #include "cntkio/deserializer.hpp"
+#include "cntkio/keys.hpp"
 
 namespace cntkio {
 
@@ -39,6 +40,8 @@ struct CtfOptions {
   uint64_t chunk_size_in_bytes = 32ull << 20;      ///< chunking of the index [chunkSizeInBytes]
   bool keep_data_in_memory = false;                ///< parse each chunk once and keep it [keepDataInMemory]
   bool cache_index = false;                        ///< write/read `<file>.*.v1.cache` [cacheIndex]
+  /// Sequence keys shared with the other deserializers of a reader; null = numeric ids.
+  KeyTablePtr keys;
   /// Receives warnings and info lines (without newline); default: stderr.
   std::function<void(int level, std::string_view line)> log_sink;
 };
@@ -71,7 +74,7 @@ struct CtfErrorSummary {
 };
 CtfErrorSummary ctf_error_summary(const Deserializer& deserializer);
 
-/// The CNTK index cache file name for `options`: `<file>.<mainAlias|_>.<skipIds>.0.0.v1.cache`.
+/// The CNTK index cache file name for `options`: `<file>.<mainAlias|_>.<skipIds>.<symbolic>.<hashed>.v1.cache`.
 std::string ctf_cache_file_name(const CtfOptions& options);
 
 }  // namespace cntkio

@@ -153,13 +153,23 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
     throw ConfigError("'deserializers' lists no deserializer.", reader.path() + ".deserializers");
   std::vector<std::shared_ptr<Deserializer>> deserializers;
   bool any_ctf = false;
+  bool string_keys_by_default = false;
+  for (const Config& section : sections) {
+    string_keys_by_default = string_keys_by_default || pipeline::prefers_string_keys(section.get_string("type"));
+  }
+  const bool numeric_keys = reader.get_bool("useNumericSequenceKeys", !string_keys_by_default);
+  const bool hashed_keys = reader.get_bool("hashSequenceKeys", false);
+  pipeline::DeserializerContext context;
+  context.keys = std::make_shared<KeyTable>(numeric_keys ? KeyMode::kNumeric
+                                            : hashed_keys ? KeyMode::kHashed
+                                                          : KeyMode::kString);
   for (Config& section : sections) {
     section.set("frameMode", frame_mode ? "true" : "false");
     section.set("precision", precision);
     if (has_trace_level) section.set("traceLevel", trace_level);
     std::string type = section.get_string("type");
     if (type == "CNTKTextFormatDeserializer") any_ctf = true;
-    deserializers.push_back(pipeline::create_deserializer(type, section));
+    deserializers.push_back(pipeline::create_deserializer(type, section, context));
   }
   std::shared_ptr<Deserializer> joined =
       deserializers.size() == 1 ? deserializers[0] : pipeline::make_bundler(deserializers);

@@ -10,21 +10,23 @@
 namespace cntkio::pipeline {
 namespace {
 
-using Factory = std::function<std::shared_ptr<Deserializer>(const Config&)>;
+using Factory = std::function<std::shared_ptr<Deserializer>(const Config&, const DeserializerContext&)>;
 
 struct Registration {
   const char* type;
   std::vector<const char*> reader_types;  // stand-alone readerType spellings (CNTK module names and aliases)
   Factory factory;
+  bool string_keys_by_default = false;
 };
 
 const std::vector<Registration>& registrations() {
   static const std::vector<Registration> kRegistrations = {
       {"CNTKTextFormatDeserializer",
        {"CNTKTextFormatReader", "Cntk.Deserializers.TextFormat"},
-       [](const Config& section) {
+       [](const Config& section, const DeserializerContext& context) {
          CtfOptions options = ctf_options_from_config(section, true);
          options.keep_data_in_memory = false;  // only the stand-alone CTF reader honours it (spec ctf.md §9)
+         options.keys = context.keys;
          return make_ctf_deserializer(options);
        }},
   };
@@ -33,9 +35,10 @@ const std::vector<Registration>& registrations() {
 
 }  // namespace
 
-std::shared_ptr<Deserializer> create_deserializer(const std::string& type, const Config& section) {
+std::shared_ptr<Deserializer> create_deserializer(const std::string& type, const Config& section,
+                                                  const DeserializerContext& context) {
   for (const Registration& r : registrations()) {
-    if (type == r.type) return r.factory(section);
+    if (type == r.type) return r.factory(section, context);
   }
   std::string known;
   for (const std::string& name : known_deserializer_types()) known += (known.empty() ? "" : ", ") + name;
@@ -50,6 +53,13 @@ std::string deserializer_type_for_reader(const std::string& reader_type) {
     }
   }
   return {};
+}
+
+bool prefers_string_keys(const std::string& type) {
+  for (const Registration& r : registrations()) {
+    if (type == r.type) return r.string_keys_by_default;
+  }
+  return false;
 }
 
 std::vector<std::string> known_deserializer_types() {

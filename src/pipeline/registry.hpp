@@ -7,12 +7,22 @@
 
 #include "cntkio/config.hpp"
 #include "cntkio/deserializer.hpp"
+#include "cntkio/keys.hpp"
 
 namespace cntkio::pipeline {
 
+/// What every deserializer of one reader shares.
+struct DeserializerContext {
+  KeyTablePtr keys = std::make_shared<KeyTable>();  ///< sequence key table (numeric by default)
+};
+
 /// Creates the deserializer of composite type `type` (e.g. "CNTKTextFormatDeserializer") from its section.
 /// Throws ConfigError for unknown types.
-std::shared_ptr<Deserializer> create_deserializer(const std::string& type, const Config& section);
+std::shared_ptr<Deserializer> create_deserializer(const std::string& type, const Config& section,
+                                                  const DeserializerContext& context);
+
+/// Whether deserializers of `type` default the reader to string keys (CNTK: HTK deserializers do).
+bool prefers_string_keys(const std::string& type);
 
 /// Composite deserializer type for a stand-alone `readerType` (e.g. CNTKTextFormatReader →
 /// CNTKTextFormatDeserializer), or empty if the reader type is unknown.

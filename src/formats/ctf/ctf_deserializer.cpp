@@ -49,7 +49,8 @@ class CtfDeserializer final : public Deserializer {
     validate_and_build_streams();
     const std::string alias = main_alias(options_);
     const size_t first_byte = first_content_byte();
-    if (options_.cache_index) {
+    const bool string_keys = options_.keys && options_.keys->mode() == KeyMode::kString;
+    if (options_.cache_index && !string_keys) {
       summary_.cache_file = ctf_cache_file_name(options_);
       int64_t cache_time = core::file_mtime(summary_.cache_file);
       if (cache_time >= 0 && cache_time >= file_.mtime() && !file_.view().empty() &&
@@ -60,8 +61,10 @@ class CtfDeserializer final : public Deserializer {
       }
     }
     if (!summary_.loaded_from_cache) {
-      index_ = ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias);
-      if (options_.cache_index && is_cache_writer()) ctf::write_index_cache(summary_.cache_file, index_);
+      index_ = ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias, options_.keys.get());
+      // Ids of a string-key corpus depend on the order files are read in, so only numeric or hashed ids are cached.
+      const bool cacheable = !options_.keys || options_.keys->mode() != KeyMode::kString;
+      if (options_.cache_index && cacheable && is_cache_writer()) ctf::write_index_cache(summary_.cache_file, index_);
     }
     ctf::form_chunks(index_, options_.chunk_size_in_bytes, file_.size());
     if (index_.sequences.empty()) {
@@ -130,6 +133,10 @@ class CtfDeserializer final : public Deserializer {
       return kept_chunks_[chunk_id];
     }
     return loaded;
+  }
+
+  std::string key_to_string(const SequenceKey& key) const override {
+    return options_.keys ? options_.keys->key_of(key.sequence) : std::to_string(key.sequence);
   }
 
   const CtfIndexSummary& summary() const { return summary_; }
@@ -231,8 +238,10 @@ class CtfDeserializer final : public Deserializer {
 
 std::string ctf_cache_file_name(const CtfOptions& options) {
   std::string alias = main_alias(options);
-  return options.file + "." + (alias.empty() ? "_" : alias) + "." + (options.skip_sequence_ids ? "1" : "0") +
-         ".0.0.v1.cache";
+  const bool symbolic = options.keys && !options.keys->is_numeric();
+  const bool hashed = options.keys && options.keys->mode() == KeyMode::kHashed;
+  return options.file + "." + (alias.empty() ? "_" : alias) + "." + (options.skip_sequence_ids ? "1" : "0") + "." +
+         (symbolic ? "1" : "0") + "." + (hashed ? "1" : "0") + ".v1.cache";
 }
 
 CtfOptions ctf_options_from_config(const Config& section, bool composite) {

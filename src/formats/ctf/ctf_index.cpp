@@ -35,10 +35,11 @@ bool is_digit(unsigned char c) {
 
 class Indexer {
  public:
-  Indexer(std::string_view data, const std::string& file, std::string_view main_alias)
+  Indexer(std::string_view data, const std::string& file, std::string_view main_alias, KeyTable* keys)
       : data_(data),
         file_(file),
-        pattern_(main_alias.empty() ? std::string() : "|" + std::string(main_alias)) {}
+        pattern_(main_alias.empty() ? std::string() : "|" + std::string(main_alias)),
+        symbolic_keys_(keys != nullptr && !keys->is_numeric() ? keys : nullptr) {}
 
   CtfIndex run(bool skip_sequence_ids) {
     const size_t n = data_.size();
@@ -60,6 +61,11 @@ class Indexer {
     if (pos == n) fail_at("Input file is empty (it holds only whitespace).", data_, file_, pos);
 
     index_.line_mode = skip_sequence_ids || data_[pos] == '|';
+    if (index_.line_mode && symbolic_keys_ != nullptr) {
+      fail_at("The file has no sequence ids (one sequence per line), but the reader uses non-numeric sequence "
+              "keys (useNumericSequenceKeys=false): every line needs a key for the composite reader to join on.",
+              data_, file_, pos);
+    }
     if (index_.line_mode) {
       index_lines(pos);
     } else {
@@ -121,6 +127,14 @@ class Indexer {
   // Returns false (no id) otherwise; throws on overflow.
   bool try_read_id(size_t pos, uint64_t& id) const {
     const size_t n = data_.size();
+    if (symbolic_keys_ != nullptr) {
+      // A symbolic id is every byte up to the first blank; a line starting with a blank has none.
+      size_t p = pos;
+      while (p < n && !is_c_space(static_cast<unsigned char>(data_[p]))) ++p;
+      if (p == pos || p == n) return false;
+      id = symbolic_keys_->id_of(data_.substr(pos, p - pos));
+      return true;
+    }
     if (pos >= n || !is_digit(static_cast<unsigned char>(data_[pos]))) return false;
     uint64_t value = 0;
     size_t p = pos;
@@ -170,6 +184,7 @@ class Indexer {
   std::string_view data_;
   const std::string& file_;
   std::string pattern_;
+  KeyTable* symbolic_keys_;
   uint64_t line_ = 0;
   CtfIndex index_;
 };
@@ -194,8 +209,8 @@ uint32_t get_u32(const unsigned char* p) {
 }  // namespace
 
 CtfIndex build_index(std::string_view data, const std::string& file, bool skip_sequence_ids,
-                     std::string_view main_alias) {
-  return Indexer(data, file, main_alias).run(skip_sequence_ids);
+                     std::string_view main_alias, KeyTable* keys) {
+  return Indexer(data, file, main_alias, keys).run(skip_sequence_ids);
 }
 
 void form_chunks(CtfIndex& index, uint64_t chunk_size_in_bytes, uint64_t file_size) {

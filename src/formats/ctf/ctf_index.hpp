@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cntkio/keys.hpp"
+
 namespace cntkio::ctf {
 
 struct IndexedSequence {
@@ -29,9 +31,10 @@ struct CtfIndex {
 };
 
 /// Builds the sequence list of `data` (the whole file). `main_alias` empty = no definesMBSize stream.
+/// `keys` null or numeric: numeric ids; otherwise symbolic ids (text up to the first blank) mapped by `keys`.
 /// Throws FormatError for the fatal conditions of spec §4 (empty file, UTF-16, missing or overflowing id).
 CtfIndex build_index(std::string_view data, const std::string& file, bool skip_sequence_ids,
-                     std::string_view main_alias);
+                     std::string_view main_alias, KeyTable* keys = nullptr);
 
 /// Groups the sequences into chunks (spec §4.6) with the given maximum chunk byte span.
 void form_chunks(CtfIndex& index, uint64_t chunk_size_in_bytes, uint64_t file_size);

@@ -1,0 +1,83 @@
+// `cntkio dump`: write a reader's minibatches as text (the conformance runner's code path).
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cntkio/config.hpp"
+#include "cntkio/errors.hpp"
+#include "commands.hpp"
+#include "pipeline/dump.hpp"
+
+namespace cntkio::cli {
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!part.empty()) out.push_back(part);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+namespace {
+struct DumpArgs {
+  pipeline::DumpOptions dump;
+  std::string epoch_size = "sweep";
+  std::string features, labels, output;
+  bool separate_layouts = false;
+};
+}  // namespace
+
+Command add_dump_command(CLI::App& app) {
+  auto args = std::make_shared<DumpArgs>();
+  pipeline::DumpOptions& dump = args->dump;
+  CLI::App* cmd = app.add_subcommand(
+      "dump", "Read a reader section and write its minibatches as text, as CNTK's reader tests do");
+  cmd->footer(
+      "Values are written one sample per line (%.6g), time-major over parallel sequences, gaps skipped; "
+      "features first, then labels.");
+  cmd->add_option("--config", dump.config_file, "CNTK config file")->required();
+  cmd->add_option("--section", dump.section, "Top-level block that holds the reader")->required();
+  cmd->add_option("--reader-section", dump.reader_section, "Reader block inside the section")
+      ->default_val("reader");
+  cmd->add_option("--epoch-size", args->epoch_size,
+                  "Samples per epoch, or 'sweep' for one pass over the data")
+      ->default_val("sweep");
+  cmd->add_option("--mb-size", dump.minibatch_size, "Samples per minibatch")->required();
+  cmd->add_option("--epochs", dump.epochs, "Number of epochs")->default_val(1);
+  cmd->add_option("--features", args->features, "Comma-separated streams written first (default: all)");
+  cmd->add_option("--labels", args->labels, "Comma-separated streams written after the features");
+  cmd->add_option("--subset", dump.subset, "This worker's rank")->default_val(0);
+  cmd->add_option("--subsets", dump.subsets, "Number of workers")->default_val(1);
+  cmd->add_flag("--separate-layouts", args->separate_layouts, "Give each stream its own layout");
+  cmd->add_option("--set", dump.overrides, "Config override key=value (repeatable, applied in order)");
+  cmd->add_option("--max-minibatches", dump.max_minibatches, "Minibatches written per epoch")
+      ->default_val(10);
+  cmd->add_flag("--keys", dump.keys, "Write the sequence keys of each minibatch instead of values");
+  cmd->add_option("--output", args->output, "Output file (default: standard output)");
+  return Command{cmd, [args]() {
+                   pipeline::DumpOptions& dump = args->dump;
+                   dump.epoch_size = args->epoch_size == "sweep"
+                                         ? kFullSweep
+                                         : Config::to_uint(args->epoch_size, "--epoch-size");
+                   dump.features = split_commas(args->features);
+                   dump.labels = split_commas(args->labels);
+                   dump.shared_layout = !args->separate_layouts;
+                   if (args->output.empty()) {
+                     std::ios::sync_with_stdio(false);
+                     pipeline::run_dump(dump, std::cout);
+                   } else {
+                     std::ofstream out(args->output, std::ios::binary);
+                     if (!out) throw IoError("cannot create output file", args->output, errno);
+                     pipeline::run_dump(dump, out);
+                     if (!out) throw IoError("cannot write output file", args->output, errno);
+                   }
+                   return 0;
+                 }};
+}
+
+}  // namespace cntkio::cli

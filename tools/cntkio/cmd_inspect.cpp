@@ -1,0 +1,100 @@
+// `cntkio inspect`: describe a reader section (files, index, streams, first minibatches).
+#include <iostream>
+#include <memory>
+
+#include "cntkio/config.hpp"
+#include "cntkio/ctf.hpp"
+#include "cntkio/minibatch_source.hpp"
+#include "commands.hpp"
+#include "pipeline/registry.hpp"
+
+namespace cntkio::cli {
+namespace {
+
+struct InspectOptions {
+  std::string config_file;
+  std::string section;
+  std::string reader_section = "reader";
+  std::vector<std::string> overrides;
+  size_t minibatches = 3;
+  size_t mb_size = 32;
+};
+
+void print_ctf_summary(const Config& section, bool composite) {
+  CtfOptions options = ctf_options_from_config(section, composite);
+  options.trace_level = 0;
+  auto deserializer = make_ctf_deserializer(options);
+  CtfIndexSummary summary = ctf_index_summary(*deserializer);
+  std::cout << "  CTF file " << options.file << ": " << summary.file_size << " bytes, " << summary.sequences
+            << " sequences, " << summary.samples << " samples, " << summary.chunks << " chunk(s)"
+            << (summary.line_mode ? ", one sequence per line" : ", sequence ids") << '\n';
+  if (!summary.cache_file.empty()) {
+    std::cout << "  index cache " << summary.cache_file
+              << (summary.loaded_from_cache ? " (used)" : " (written)") << '\n';
+  }
+}
+
+void run_inspect(const InspectOptions& o) {
+  Config root = Config::from_files({o.config_file}, o.overrides);
+  Config reader = root.get_block(o.section).get_block(o.reader_section);
+  std::cout << "reader " << reader.path() << '\n';
+  if (reader.exists("deserializers")) {
+    for (const Config& d : reader.get_block_array("deserializers")) {
+      std::string type = d.get_string("type");
+      std::cout << "deserializer " << type << '\n';
+      if (type == "CNTKTextFormatDeserializer") print_ctf_summary(d, true);
+    }
+  } else {
+    std::string type = reader.get_string("readerType", "CNTKTextFormatReader");
+    std::cout << "readerType " << type << '\n';
+    if (pipeline::deserializer_type_for_reader(type) == "CNTKTextFormatDeserializer") {
+      print_ctf_summary(reader, false);
+    }
+  }
+  auto source = MinibatchSource::from_config(reader);
+  std::cout << "streams:\n";
+  for (const StreamInfo& s : source->streams()) {
+    std::cout << "  " << s.id << " " << s.name << " (alias '" << s.alias << "'): " << to_string(s.storage)
+              << ", dim " << s.sample_dim() << ", " << to_string(s.element_type)
+              << (s.defines_mb_size ? ", defines the minibatch size" : "") << '\n';
+  }
+  source->start_epoch(o.mb_size, 0, kFullSweep);
+  Minibatch mb;
+  for (size_t i = 0; i < o.minibatches && source->next_minibatch(mb); ++i) {
+    std::cout << "minibatch " << i << ": " << mb.keys.size() << " sequences"
+              << (mb.end_of_sweep ? ", end of sweep" : "") << (mb.end_of_epoch ? ", end of epoch" : "")
+              << '\n';
+    for (const StreamBatch& b : mb.streams) {
+      std::cout << "  " << b.info.name << ": " << b.layout.num_samples() << " samples in "
+                << b.layout.num_parallel << " parallel rows x " << b.layout.num_time_steps << " steps";
+      if (b.info.storage == StorageFormat::kSparseCsc) std::cout << ", " << b.nnz() << " non-zeros";
+      std::cout << '\n';
+    }
+    std::cout << "  keys:";
+    for (size_t k = 0; k < mb.keys.size() && k < 12; ++k) std::cout << ' ' << mb.keys[k];
+    if (mb.keys.size() > 12) std::cout << " ...";
+    std::cout << '\n';
+  }
+  std::cout << "position after these minibatches: sample " << source->current_sample_position() << '\n';
+}
+
+}  // namespace
+
+Command add_inspect_command(CLI::App& app) {
+  auto inspect = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Describe a reader section: its files, index, streams and first minibatches");
+  cmd->add_option("--config", inspect->config_file, "CNTK config file")->required();
+  cmd->add_option("--section", inspect->section, "Top-level block that holds the reader")->required();
+  cmd->add_option("--reader-section", inspect->reader_section, "Reader block inside the section")
+      ->default_val("reader");
+  cmd->add_option("--set", inspect->overrides, "Config override key=value (repeatable)");
+  cmd->add_option("--minibatches", inspect->minibatches, "Minibatches to describe")->default_val(3);
+  cmd->add_option("--mb-size", inspect->mb_size, "Samples per minibatch")->default_val(32);
+  return Command{cmd, [inspect]() {
+                   run_inspect(*inspect);
+                   return 0;
+                 }};
+}
+
+}  // namespace cntkio::cli

@@ -1,0 +1,24 @@
+// The verbs of the `cntkio` command line. Each verb lives in its own cmd_<verb>.cpp and registers itself
+// in main.cpp's list: it adds its subcommand (with --help text) to the app and returns what runs when the
+// user picked it. Actions report failures by throwing cntkio errors; main maps them to exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cntkio::cli {
+
+struct Command {
+  CLI::App* app = nullptr;   ///< the subcommand
+  std::function<int()> run;  ///< runs the verb; returns the exit code on success (normally 0)
+};
+
+Command add_dump_command(CLI::App& app);
+Command add_inspect_command(CLI::App& app);
+
+/// Splits "a,b,,c" into {"a", "b", "c"}.
+std::vector<std::string> split_commas(const std::string& text);
+
+}  // namespace cntkio::cli
