@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfast-float-dev libcli11-dev nlohmann-json3-dev
   clang-format python3
+  openmpi-bin libopenmpi-dev
 )
 
 missing=()

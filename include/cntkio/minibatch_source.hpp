@@ -23,6 +23,30 @@ namespace cntkio {
 
 /// Epoch size meaning "one full sweep over the data".
 constexpr size_t kFullSweep = static_cast<size_t>(-1) >> 2;
+/// v2 limits: read forever (cntk.io's INFINITELY_REPEAT).
+constexpr size_t kInfinitelyRepeat = static_cast<size_t>(-1);
+/// v2 sample limit meaning "one sweep" (cntk.io's FULL_DATA_SWEEP).
+constexpr size_t kFullDataSweep = static_cast<size_t>(-1) - 1;
+
+/// Where a reader stands, for checkpoints. A handful of integers; the same shape before and after the first
+/// minibatch. Serialized as JSON, with CNTK's key `minibatchSourcePosition` for the position.
+struct ReaderState {
+  uint64_t position = 0;          ///< global sample position after the last minibatch returned
+  uint64_t sequence_counter = 0;  ///< running sequence counter of unrandomized reading (worker shares)
+  uint64_t num_workers = 1;       ///< workers of the run that took the state
+  uint64_t worker_rank = 0;       ///< rank that took it
+  /// Merged states (merge_reader_states): the position of every worker of that run; empty otherwise.
+  std::vector<uint64_t> worker_positions;
+
+  std::string to_json() const;
+  /// Parses to_json()'s output (also CNTK's `{"minibatchSourcePosition": N}`). Throws UsageError.
+  static ReaderState from_json(const std::string& json);
+  friend bool operator==(const ReaderState&, const ReaderState&) = default;
+};
+
+/// Combines the states of all W workers of a run (one per rank, any order) into one state from which any
+/// number of workers can continue the global stream with no sample lost or repeated (elastic resume).
+ReaderState merge_reader_states(const std::vector<ReaderState>& states);
 
 class MinibatchSource {
  public:
@@ -45,6 +69,21 @@ class MinibatchSource {
 
   /// Global sample position (scheduling samples) after the last minibatch returned.
   virtual size_t current_sample_position() const = 0;
+
+  /// v2 (cntk.io) reading: one endless epoch limited by `max_samples` (kInfinitelyRepeat, kFullDataSweep or a
+  /// count) or `max_sweeps`; minibatches may cross sweep boundaries. The first next_minibatch_v2 call starts
+  /// it.
+  virtual void set_v2_limits(size_t max_samples, size_t max_sweeps) = 0;
+  /// v2: the next minibatch of about `minibatch_size` samples for partition `partition_index` of
+  /// `num_partitions` (they may change between calls); false once the limit was reached.
+  virtual bool next_minibatch_v2(size_t minibatch_size, size_t num_partitions, size_t partition_index,
+                                 Minibatch& out) = 0;
+
+  /// The state after the last minibatch returned (v1 or v2).
+  virtual ReaderState state() const = 0;
+  /// Continues from `state`: this worker's own state, or a merged one (merge_reader_states) taken with any
+  /// number of workers. v1: call after start_epoch of the epoch the state belongs to.
+  virtual void restore(const ReaderState& state) = 0;
 };
 
 }  // namespace cntkio

@@ -7,7 +7,8 @@
 namespace cntkio::pipeline {
 
 BlockRandomizer::BlockRandomizer(std::shared_ptr<Deserializer> deserializer, size_t window,
-                                 bool sample_based_window, uint64_t seed_offset, size_t max_invalid_sequences)
+                                 bool sample_based_window, uint64_t seed_offset, size_t max_invalid_sequences,
+                                 std::shared_ptr<core::ThreadPool> pool)
     : deserializer_(std::move(deserializer)),
       chunk_randomizer_(non_empty_chunks(*deserializer_), window, sample_based_window),
       sequence_randomizer_(*deserializer_, chunk_randomizer_),
@@ -15,7 +16,8 @@ BlockRandomizer::BlockRandomizer(std::shared_ptr<Deserializer> deserializer, siz
       seed_offset_(seed_offset),
       sweep_samples_(chunk_randomizer_.total_samples()),
       num_chunks_(chunk_randomizer_.size()),
-      epoch_size_(sweep_samples_) {}
+      epoch_size_(sweep_samples_),
+      loader_(deserializer_, std::move(pool)) {}
 
 void BlockRandomizer::start_epoch(const EpochConfiguration& config) {
   check_workers(config);
@@ -44,7 +46,10 @@ void BlockRandomizer::prepare_sweep(size_t position) {
   sequence_randomizer_.reset(seed_offset_ + sweep);
   position_of_chunk_.resize(num_chunks_);
   const auto& chunks = chunk_randomizer_.chunks();
-  for (size_t p = 0; p < chunks.size(); ++p) position_of_chunk_[chunks[p].original_index] = p;
+  for (size_t p = 0; p < chunks.size(); ++p) {
+    position_of_chunk_[chunks[p].original_index] = p;
+    chunk_index_of_id_[chunks[p].chunk_id] = chunks[p].original_index;
+  }
 }
 
 void BlockRandomizer::set_current_sample_position(size_t position) {
@@ -89,8 +94,13 @@ std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t loc
   size_t global = 0;
   size_t local = 0;
   taken_.clear();
+  const bool skipping = !delivered_.positions.empty() && position_ < delivered_until_;
   sequence_randomizer_.next([&](const RandomizedSequence& s) {
-    const bool is_local = s.source_position % num_workers_ == worker_rank_;
+    bool is_local = s.source_position % num_workers_ == worker_rank_;
+    if (skipping && is_local) {
+      const size_t earlier_owner = s.source_position % delivered_.positions.size();
+      if (position_ + global < delivered_.positions[earlier_owner]) is_local = false;
+    }
     if (!at_least_one) {
       if (global + s.number_of_samples > global_budget) return false;
       if (is_local && local + s.number_of_samples > local_budget) return false;
@@ -121,31 +131,33 @@ std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t loc
   return {global, local};
 }
 
+void BlockRandomizer::skip_delivered(const DeliveredBefore& delivered) {
+  delivered_ = delivered;
+  delivered_until_ = 0;
+  for (size_t p : delivered_.positions) delivered_until_ = std::max(delivered_until_, p);
+}
+
 ChunkPtr BlockRandomizer::chunk_at(size_t source_position) {
-  const RandomizedChunk& c = chunk_randomizer_.chunks()[source_position];
-  auto it = cache_.find(c.original_index);
-  if (it != cache_.end()) return it->second;
-  ChunkPtr chunk = load_chunk_checked(*deserializer_, c.chunk_id);
-  cache_.emplace(c.original_index, chunk);
-  return chunk;
+  return loader_.get(chunk_randomizer_.chunks()[source_position].chunk_id);
 }
 
 // Keeps only this worker's chunks at positions the sequence randomizer still holds: later sequences of
 // this sweep can only come from those. Nothing is needed once the sweep is delivered.
+// Then starts loading this worker's chunks of the window that are not loaded yet, nearest first.
 void BlockRandomizer::evict() {
   if (sequence_randomizer_.at_sweep_end()) {
-    cache_.clear();
+    loader_.clear();
     return;
   }
   const size_t begin = sequence_randomizer_.loaded_begin();
   const size_t end = sequence_randomizer_.loaded_end();
-  for (auto it = cache_.begin(); it != cache_.end();) {
-    const size_t p = position_of_chunk_[it->first];
-    if (p >= begin && p < end && p % num_workers_ == worker_rank_) {
-      ++it;
-    } else {
-      it = cache_.erase(it);
-    }
+  const auto& chunks = chunk_randomizer_.chunks();
+  loader_.retain_if([&](uint32_t chunk_id) {
+    const size_t p = position_of_chunk_[chunk_index_of_id_[chunk_id]];
+    return p >= begin && p < end && p % num_workers_ == worker_rank_;
+  });
+  for (size_t p = begin; p < end; ++p) {
+    if (p % num_workers_ == worker_rank_) loader_.prefetch(chunks[p].chunk_id);
   }
 }
 

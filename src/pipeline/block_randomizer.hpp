@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "cntkio/deserializer.hpp"
+#include "core/thread_pool.hpp"
+#include "pipeline/chunk_loader.hpp"
 #include "pipeline/chunk_randomizer.hpp"
 #include "pipeline/sequence_cleaner.hpp"
 #include "pipeline/sequence_enumerator.hpp"
@@ -28,8 +30,10 @@ class BlockRandomizer : public SequenceEnumerator {
   /// `window` is R in samples if `sample_based_window`, else in chunks; `seed_offset` is randomizationSeed;
   /// `max_invalid_sequences` is what the invalid-sequence cleaner tolerates. Until start_epoch the
   /// enumerator reads one sweep as worker 0 of 1 from position 0. Throws Error if the input has no data.
+  /// With a `pool`, chunks of the window are loaded on its threads ahead of need (same results).
   BlockRandomizer(std::shared_ptr<Deserializer> deserializer, size_t window, bool sample_based_window,
-                  uint64_t seed_offset, size_t max_invalid_sequences = 0);
+                  uint64_t seed_offset, size_t max_invalid_sequences = 0,
+                  std::shared_ptr<core::ThreadPool> pool = nullptr);
   BlockRandomizer(const BlockRandomizer&) = delete;  // members refer to each other
   BlockRandomizer& operator=(const BlockRandomizer&) = delete;
 
@@ -41,6 +45,7 @@ class BlockRandomizer : public SequenceEnumerator {
   Sequences get_next_sequences(size_t global_sample_count, size_t local_sample_count) override;
   size_t current_sample_position() const override { return position_; }
   void set_current_sample_position(size_t position) override;
+  void skip_delivered(const DeliveredBefore& delivered) override;
   std::string key_to_string(const SequenceKey& key) const override {
     return deserializer_->key_to_string(key);
   }
@@ -50,7 +55,7 @@ class BlockRandomizer : public SequenceEnumerator {
   /// Invalid sequences dropped so far.
   size_t invalid_sequences_removed() const { return cleaner_.removed(); }
   /// Chunks currently held in the cache.
-  size_t cached_chunk_count() const { return cache_.size(); }
+  size_t cached_chunk_count() const { return loader_.size(); }
 
  private:
   void prepare_sweep(size_t position);
@@ -76,8 +81,11 @@ class BlockRandomizer : public SequenceEnumerator {
   bool has_sweep_ = false;
   size_t sweep_ = 0;
 
-  std::vector<size_t> position_of_chunk_;       // original chunk index -> position in this sweep
-  std::unordered_map<size_t, ChunkPtr> cache_;  // by original chunk index
+  std::vector<size_t> position_of_chunk_;                   // original chunk index -> position in this sweep
+  std::unordered_map<uint32_t, size_t> chunk_index_of_id_;  // deserializer chunk id -> original chunk index
+  ChunkLoader loader_;
+  DeliveredBefore delivered_;   // elastic resume: owner in the earlier run = source position mod its size
+  size_t delivered_until_ = 0;  // the skip rule ends here (largest earlier position)
   std::vector<RandomizedSequence> taken_;
   std::vector<SequenceData> scratch_;
 };

@@ -1,10 +1,13 @@
 #include "cntkio/minibatch_source.hpp"
 
+#include <future>
 #include <limits>
+#include <optional>
 
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
 #include "core/text.hpp"
+#include "core/thread_pool.hpp"
 #include "pipeline/block_randomizer.hpp"
 #include "pipeline/bundler.hpp"
 #include "pipeline/no_randomizer.hpp"
@@ -26,13 +29,29 @@ struct RandomizationSettings {
   uint64_t seed = 0;
 };
 
+struct ReaderSettings {
+  bool prefetch = true;  // CNTK's `prefetch`: read the next minibatch while the caller works
+  size_t threads = 1;    // chunk-loading threads (`loaderThreads`, default: hardware threads; 0 = none)
+};
+
+ReaderSettings reader_settings(const Config& reader) {
+  ReaderSettings settings;
+  settings.prefetch = reader.get_bool("prefetch", true);
+  settings.threads = reader.get_uint("loaderThreads", core::ThreadPool::hardware_threads());
+  return settings;
+}
+
 class ComposedSource final : public MinibatchSource {
  public:
   ComposedSource(std::shared_ptr<pipeline::SequenceEnumerator> enumerator,
-                 std::unique_ptr<pipeline::Packer> packer, size_t truncation_length)
+                 std::unique_ptr<pipeline::Packer> packer, size_t truncation_length,
+                 const ReaderSettings& settings)
       : enumerator_(std::move(enumerator)),
         packer_(std::move(packer)),
-        truncation_length_(truncation_length) {}
+        truncation_length_(truncation_length),
+        prefetch_(settings.prefetch) {}
+
+  ~ComposedSource() override { discard_pending(); }
 
   const std::vector<StreamInfo>& streams() const override { return enumerator_->streams(); }
 
@@ -40,10 +59,8 @@ class ComposedSource final : public MinibatchSource {
                    size_t num_workers) override {
     if (epoch_size == 0) throw UsageError("Epoch size cannot be 0.");
     if (minibatch_size == 0) throw UsageError("Minibatch size cannot be 0.");
-    if (num_workers == 0 || worker_rank >= num_workers) {
-      throw UsageError("Worker rank " + std::to_string(worker_rank) + " is not below the number of workers " +
-                       std::to_string(num_workers) + ".");
-    }
+    check_worker(worker_rank, num_workers);
+    discard_pending();
     EpochConfiguration config;
     config.num_workers = num_workers;
     config.worker_rank = worker_rank;
@@ -52,43 +69,194 @@ class ComposedSource final : public MinibatchSource {
     config.epoch_index = epoch_index;
     config.allow_minibatches_to_cross_sweeps = false;
     config.truncation_length = truncation_length_;
-    enumerator_->start_epoch(config);
-    packer_->set_configuration(config);
-    epoch_over_ = false;
-    position_ = enumerator_->current_sample_position();
+    begin(config);
+    v2_mode_ = false;
+    v2_started_ = false;
+    apply_pending_restore();
   }
 
   bool next_minibatch(Minibatch& out) override {
     while (!epoch_over_) {
-      Minibatch mb = packer_->read_minibatch();
-      position_ = enumerator_->current_sample_position();
-      if (mb.end_of_epoch) epoch_over_ = true;
-      // CNTK's shim also ends the epoch on an empty minibatch in mid-epoch (possible for one worker of many);
-      // that drops the rest of the epoch for this worker, so we keep reading instead.
-      if (mb.empty()) continue;
-      out = std::move(mb);
+      ReadResult r = next_read();
+      if (r.minibatch.end_of_epoch) epoch_over_ = true;
+      state_ = r.after;
+      // CNTK's shim also ends the epoch on an empty minibatch in mid-epoch (possible for one worker of
+      // many); that drops the rest of the epoch for this worker, so we keep reading instead.
+      if (r.minibatch.empty()) continue;
+      out = std::move(r.minibatch);
+      schedule();
       return true;
     }
     return false;
   }
 
-  size_t current_sample_position() const override { return position_; }
+  size_t current_sample_position() const override { return state_.position; }
+
+  void set_v2_limits(size_t max_samples, size_t max_sweeps) override {
+    if (max_samples != kInfinitelyRepeat && max_sweeps != kInfinitelyRepeat) {
+      throw UsageError("max_samples and max_sweeps cannot both be set.");
+    }
+    if (max_samples == 0 || max_sweeps == 0) throw UsageError("max_samples and max_sweeps must be positive.");
+    max_samples_ = max_samples;
+    max_sweeps_ = max_sweeps;
+    v2_mode_ = true;
+    v2_started_ = false;
+  }
+
+  bool next_minibatch_v2(size_t minibatch_size, size_t num_partitions, size_t partition_index,
+                         Minibatch& out) override {
+    if (minibatch_size == 0) throw UsageError("Minibatch size in samples must be greater than 0.");
+    check_worker(partition_index, num_partitions);
+    if (!v2_started_) {
+      discard_pending();
+      EpochConfiguration config;
+      config.num_workers = num_partitions;
+      config.worker_rank = partition_index;
+      config.minibatch_size_in_samples = minibatch_size;
+      config.allow_minibatches_to_cross_sweeps = true;
+      config.truncation_length = truncation_length_;
+      if (max_sweeps_ != kInfinitelyRepeat) {
+        config.total_epoch_size_in_sweeps = max_sweeps_;
+      } else if (max_samples_ == kFullDataSweep) {
+        config.total_epoch_size_in_samples = pipeline::kRequestDataSize;
+      } else if (max_samples_ == kInfinitelyRepeat) {
+        config.total_epoch_size_in_samples = std::numeric_limits<size_t>::max() / 2;
+      } else {
+        config.total_epoch_size_in_samples = max_samples_;
+      }
+      begin(config);
+      v2_mode_ = true;
+      v2_started_ = true;
+      apply_pending_restore();
+    } else if (minibatch_size != config_.minibatch_size_in_samples || num_partitions != config_.num_workers ||
+               partition_index != config_.worker_rank) {
+      discard_pending();
+      config_.minibatch_size_in_samples = minibatch_size;
+      config_.num_workers = num_partitions;
+      config_.worker_rank = partition_index;
+      enumerator_->set_configuration(config_);
+      enumerator_->restore(state_);
+      packer_->set_configuration(config_);
+    }
+    return next_minibatch(out);
+  }
+
+  ReaderState state() const override {
+    ReaderState s;
+    s.position = state_.position;
+    s.sequence_counter = state_.sequence_counter;
+    s.num_workers = config_.num_workers;
+    s.worker_rank = config_.worker_rank;
+    return s;
+  }
+
+  void restore(const ReaderState& state) override {
+    if (!configured_ || (v2_mode_ && !v2_started_)) {
+      pending_restore_ = state;  // applied when reading starts (start_epoch or the first v2 read)
+      return;
+    }
+    discard_pending();
+    pipeline::EnumeratorState target{static_cast<size_t>(state.position),
+                                     static_cast<size_t>(state.sequence_counter)};
+    pipeline::DeliveredBefore delivered;
+    for (uint64_t p : state.worker_positions) delivered.positions.push_back(static_cast<size_t>(p));
+    enumerator_->restore(target);
+    enumerator_->skip_delivered(delivered);
+    packer_->set_configuration(config_);
+    state_ = enumerator_->state();
+    epoch_over_ = false;
+    schedule();
+  }
 
  private:
+  struct ReadResult {
+    Minibatch minibatch;
+    pipeline::EnumeratorState after;
+  };
+
+  static void check_worker(size_t rank, size_t count) {
+    if (count == 0 || rank >= count) {
+      throw UsageError("Worker rank " + std::to_string(rank) + " is not below the number of workers " +
+                       std::to_string(count) + ".");
+    }
+  }
+
+  void apply_pending_restore() {
+    if (!pending_restore_) return;
+    ReaderState restored = *pending_restore_;
+    pending_restore_.reset();
+    restore(restored);
+  }
+
+  void begin(const EpochConfiguration& config) {
+    config_ = config;
+    configured_ = true;
+    enumerator_->start_epoch(config);
+    enumerator_->skip_delivered({});
+    packer_->set_configuration(config);
+    epoch_over_ = false;
+    state_ = enumerator_->state();
+    schedule();
+  }
+
+  ReadResult read_one() {
+    ReadResult r;
+    r.minibatch = packer_->read_minibatch();
+    r.after = enumerator_->state();
+    return r;
+  }
+
+  ReadResult next_read() {
+    if (pending_.valid()) {
+      std::future<ReadResult> f = std::move(pending_);
+      return f.get();
+    }
+    return read_one();
+  }
+
+  // Reads the next minibatch on the prefetch thread; the packer and enumerator are only ever used by one
+  // thread at a time (the caller waits for this read before touching them).
+  void schedule() {
+    if (!prefetch_ || epoch_over_) return;
+    pending_ = prefetch_thread_.submit([this] { return read_one(); });
+  }
+
+  void discard_pending() {
+    if (!pending_.valid()) return;
+    try {
+      pending_.get();
+    } catch (...) {
+      // The read is discarded anyway; the caller repositions before reading again.
+    }
+  }
+
   std::shared_ptr<pipeline::SequenceEnumerator> enumerator_;
   std::unique_ptr<pipeline::Packer> packer_;
   size_t truncation_length_;
+  bool prefetch_;
+  core::ThreadPool prefetch_thread_{1};
+  std::future<ReadResult> pending_;
+  EpochConfiguration config_;
+  bool configured_ = false;
   bool epoch_over_ = true;
-  size_t position_ = 0;
+  pipeline::EnumeratorState state_;
+  size_t max_samples_ = kInfinitelyRepeat;
+  size_t max_sweeps_ = kInfinitelyRepeat;
+  bool v2_mode_ = false;
+  bool v2_started_ = false;
+  std::optional<ReaderState> pending_restore_;
 };
 
 std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<Deserializer> deserializer,
                                                               const RandomizationSettings& r,
-                                                              size_t max_invalid_sequences) {
-  if (!r.randomize)
-    return std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), max_invalid_sequences);
+                                                              size_t max_invalid_sequences,
+                                                              const ReaderSettings& settings) {
+  auto pool = settings.threads > 0 ? std::make_shared<core::ThreadPool>(settings.threads) : nullptr;
+  if (!r.randomize) {
+    return std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), max_invalid_sequences, pool);
+  }
   return std::make_shared<pipeline::BlockRandomizer>(std::move(deserializer), r.window, r.sample_based,
-                                                     r.seed, max_invalid_sequences);
+                                                     r.seed, max_invalid_sequences, pool);
 }
 
 void check_precision(const Config& reader) {
@@ -125,11 +293,12 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
     r.seed = reader.get_uint("randomizationSeed", 0);
     if (window == 0) r.randomize = false;
   }
-  auto enumerator = make_randomizer(deserializer, r, 0);
+  const ReaderSettings settings = reader_settings(reader);
+  auto enumerator = make_randomizer(deserializer, r, 0, settings);
   bool frame_mode = reader.get_bool("frameMode", false);
   auto packer = frame_mode ? pipeline::make_frame_packer(enumerator, false)
                            : pipeline::make_sequence_packer(enumerator, false);
-  return std::make_unique<ComposedSource>(enumerator, std::move(packer), 0);
+  return std::make_unique<ComposedSource>(enumerator, std::move(packer), 0, settings);
 }
 
 // Composite reader (deserializers = ( [...]:[...] )): spec pipeline.md §1.2, §3.1, §6.
@@ -155,12 +324,13 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   bool any_ctf = false;
   bool string_keys_by_default = false;
   for (const Config& section : sections) {
-    string_keys_by_default = string_keys_by_default || pipeline::prefers_string_keys(section.get_string("type"));
+    string_keys_by_default =
+        string_keys_by_default || pipeline::prefers_string_keys(section.get_string("type"));
   }
   const bool numeric_keys = reader.get_bool("useNumericSequenceKeys", !string_keys_by_default);
   const bool hashed_keys = reader.get_bool("hashSequenceKeys", false);
   pipeline::DeserializerContext context;
-  context.keys = std::make_shared<KeyTable>(numeric_keys ? KeyMode::kNumeric
+  context.keys = std::make_shared<KeyTable>(numeric_keys  ? KeyMode::kNumeric
                                             : hashed_keys ? KeyMode::kHashed
                                                           : KeyMode::kString);
   for (Config& section : sections) {
@@ -191,7 +361,8 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   }
   r.seed = reader.get_uint("randomizationSeed", 0);
   const size_t max_errors = reader.get_uint("maxErrors", 0);
-  auto enumerator = make_randomizer(joined, r, max_errors);
+  const ReaderSettings settings = reader_settings(reader);
+  auto enumerator = make_randomizer(joined, r, max_errors, settings);
   const bool local_timeline = reader.get_bool("localTimeline", true);
   std::unique_ptr<pipeline::Packer> packer;
   if (frame_mode) {
@@ -202,7 +373,8 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   } else {
     packer = pipeline::make_sequence_packer(enumerator, local_timeline);
   }
-  return std::make_unique<ComposedSource>(enumerator, std::move(packer), truncated ? truncation_length : 0);
+  return std::make_unique<ComposedSource>(enumerator, std::move(packer), truncated ? truncation_length : 0,
+                                          settings);
 }
 
 }  // namespace

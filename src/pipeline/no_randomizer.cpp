@@ -8,12 +8,15 @@
 
 namespace cntkio::pipeline {
 
-NoRandomizer::NoRandomizer(std::shared_ptr<Deserializer> deserializer, size_t max_invalid_sequences)
+NoRandomizer::NoRandomizer(std::shared_ptr<Deserializer> deserializer, size_t max_invalid_sequences,
+                           std::shared_ptr<core::ThreadPool> pool)
     : deserializer_(std::move(deserializer)),
       chunks_(non_empty_chunks(*deserializer_)),
       cleaner_(max_invalid_sequences),
       sweep_samples_(pipeline::sweep_size(chunks_)),
-      epoch_end_(sweep_samples_) {
+      epoch_end_(sweep_samples_),
+      prefetch_depth_(pool ? pool->size() : 0),
+      loader_(deserializer_, std::move(pool)) {
   size_t samples = 0;
   size_t sequences = 0;
   for (const ChunkInfo& c : chunks_) {
@@ -82,6 +85,17 @@ void NoRandomizer::set_current_sample_position(size_t position) {
   global_sequence_ = chunk_sequence_start_[chunk_] + sequence_in_chunk_;
 }
 
+void NoRandomizer::restore(const EnumeratorState& state) {
+  set_current_sample_position(state.position);
+  global_sequence_ = state.sequence_counter;
+}
+
+void NoRandomizer::skip_delivered(const DeliveredBefore& delivered) {
+  delivered_ = delivered;
+  delivered_until_ = 0;
+  for (size_t p : delivered_.positions) delivered_until_ = std::max(delivered_until_, p);
+}
+
 Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t local_sample_count) {
   check_budgets(global_sample_count, local_sample_count);
   Sequences result;
@@ -101,7 +115,11 @@ Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t lo
   taken_.clear();
   while (global < global_sample_count && local < local_sample_count) {
     const SequenceInfo& s = sequences_[sequence_in_chunk_];
-    const bool is_local = global_sequence_ % num_workers_ == worker_rank_;
+    bool is_local = global_sequence_ % num_workers_ == worker_rank_;
+    if (is_local && position_ < delivered_until_ &&
+        position_ < delivered_.positions[global_sequence_ % delivered_.positions.size()]) {
+      is_local = false;  // an earlier run's worker delivered it
+    }
     if (!at_least_one) {
       if (global + s.number_of_samples > global_sample_count) break;
       if (is_local && local + s.number_of_samples > local_sample_count) break;
@@ -127,10 +145,15 @@ Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t lo
   for (const Taken& t : taken_) {
     if (!cached_chunk_ || cached_chunk_id_ != t.chunk_id) {
       cached_chunk_.reset();  // release before loading the next one
-      cached_chunk_ = load_chunk_checked(*deserializer_, t.chunk_id);
+      loader_.retain_if([&](uint32_t id) { return id != cached_chunk_id_; });
+      cached_chunk_ = loader_.get(t.chunk_id);
       cached_chunk_id_ = t.chunk_id;
     }
     append_sequence(result, cached_chunk_, t.chunk_id, t.index_in_chunk, t.key, scratch_);
+  }
+  // Chunks are read in file order: start loading the next few while the consumer works.
+  for (size_t k = 1; k <= prefetch_depth_ && k < chunks_.size(); ++k) {
+    loader_.prefetch(chunks_[(chunk_ + k) % chunks_.size()].id);
   }
   cleaner_.clean(result);
   return result;

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "cntkio/deserializer.hpp"
+#include "core/thread_pool.hpp"
+#include "pipeline/chunk_loader.hpp"
 #include "pipeline/sequence_cleaner.hpp"
 #include "pipeline/sequence_enumerator.hpp"
 
@@ -23,7 +25,9 @@ class NoRandomizer : public SequenceEnumerator {
  public:
   /// Until start_epoch the enumerator reads one sweep as worker 0 of 1 from position 0.
   /// Throws Error if the input has no data.
-  explicit NoRandomizer(std::shared_ptr<Deserializer> deserializer, size_t max_invalid_sequences = 0);
+  /// With a `pool`, the next chunks (as many as the pool has threads) are loaded ahead of need.
+  explicit NoRandomizer(std::shared_ptr<Deserializer> deserializer, size_t max_invalid_sequences = 0,
+                        std::shared_ptr<core::ThreadPool> pool = nullptr);
 
   const std::vector<StreamInfo>& streams() const override { return deserializer_->streams(); }
   void start_epoch(const EpochConfiguration& config) override;
@@ -31,6 +35,9 @@ class NoRandomizer : public SequenceEnumerator {
   void set_configuration(const EpochConfiguration& config) override;
   Sequences get_next_sequences(size_t global_sample_count, size_t local_sample_count) override;
   size_t current_sample_position() const override { return position_; }
+  EnumeratorState state() const override { return {position_, global_sequence_}; }
+  void restore(const EnumeratorState& state) override;
+  void skip_delivered(const DeliveredBefore& delivered) override;
   void set_current_sample_position(size_t position) override;
   std::string key_to_string(const SequenceKey& key) const override {
     return deserializer_->key_to_string(key);
@@ -66,12 +73,16 @@ class NoRandomizer : public SequenceEnumerator {
   size_t epoch_end_;
   size_t position_ = 0;
   size_t global_sequence_ = 0;  // decimation counter
-  size_t chunk_ = 0;            // current chunk (index into chunks_)
+  DeliveredBefore delivered_;   // elastic resume: owner in the earlier run = counter mod its size
+  size_t delivered_until_ = 0;
+  size_t chunk_ = 0;  // current chunk (index into chunks_)
   size_t sequence_in_chunk_ = 0;
   std::vector<SequenceInfo> sequences_;  // of the current chunk
 
   uint32_t cached_chunk_id_ = 0;
   ChunkPtr cached_chunk_;
+  size_t prefetch_depth_;
+  ChunkLoader loader_;
   std::vector<Taken> taken_;
   std::vector<SequenceData> scratch_;
 };

@@ -20,14 +20,14 @@ constexpr size_t kInfinitelyRepeat = std::numeric_limits<size_t>::max();
 
 /// What the next epoch reads and which share of it this worker gets.
 struct EpochConfiguration {
-  size_t num_workers = 1;                               ///< W
-  size_t worker_rank = 0;                               ///< r in [0, W)
-  size_t minibatch_size_in_samples = 0;                 ///< requested minibatch size (scheduling samples)
-  size_t total_epoch_size_in_samples = kRequestDataSize;///< E; kRequestDataSize = one sweep
-  size_t total_epoch_size_in_sweeps = kInfinitelyRepeat;///< if not kInfinitelyRepeat: E = sweeps * S
-  size_t epoch_index = 0;                               ///< k: the epoch starts at k * E
-  bool allow_minibatches_to_cross_sweeps = false;       ///< v1 false, v2 true
-  size_t truncation_length = 0;                         ///< BPTT, 0 = off
+  size_t num_workers = 1;                                 ///< W
+  size_t worker_rank = 0;                                 ///< r in [0, W)
+  size_t minibatch_size_in_samples = 0;                   ///< requested minibatch size (scheduling samples)
+  size_t total_epoch_size_in_samples = kRequestDataSize;  ///< E; kRequestDataSize = one sweep
+  size_t total_epoch_size_in_sweeps = kInfinitelyRepeat;  ///< if not kInfinitelyRepeat: E = sweeps * S
+  size_t epoch_index = 0;                                 ///< k: the epoch starts at k * E
+  bool allow_minibatches_to_cross_sweeps = false;         ///< v1 false, v2 true
+  size_t truncation_length = 0;                           ///< BPTT, 0 = off
 };
 
 /// Sequences delivered by one GetNextSequences call.
@@ -39,6 +39,19 @@ struct Sequences {
   bool end_of_sweep = false;
   bool end_of_epoch = false;
   size_t num_sequences() const { return keys.size(); }
+};
+
+/// Where an enumerator stands: enough to continue exactly from there.
+struct EnumeratorState {
+  size_t position = 0;  ///< global sample position of the next sequence
+  size_t sequence_counter =
+      0;  ///< NoRandomizer's running sequence counter (decides worker shares); 0 otherwise
+};
+
+/// Elastic resume: what the workers of an earlier run (possibly a different number) had delivered. A sequence
+/// that worker `o` of that run owned is skipped if it starts before `positions[o]`.
+struct DeliveredBefore {
+  std::vector<size_t> positions;  ///< one per worker of the earlier run; empty = nothing to skip
 };
 
 /// Orders sequences (randomized or not), splits them across workers and fetches their data.
@@ -57,6 +70,12 @@ class SequenceEnumerator {
   virtual size_t current_sample_position() const = 0;
   /// Moves to the first sequence starting at or after `position` (keeps the epoch configuration).
   virtual void set_current_sample_position(size_t position) = 0;
+  /// The state to continue from later (restore()).
+  virtual EnumeratorState state() const { return {current_sample_position(), 0}; }
+  /// Continues exactly from `state` (keeps the epoch configuration).
+  virtual void restore(const EnumeratorState& state) { set_current_sample_position(state.position); }
+  /// Skips sequences that an earlier run's workers delivered (elastic resume); see DeliveredBefore.
+  virtual void skip_delivered(const DeliveredBefore& delivered) = 0;
   /// Text form of a key (delegates to the deserializer).
   virtual std::string key_to_string(const SequenceKey& key) const = 0;
 };

@@ -129,6 +129,7 @@ class ScriptedEnumerator : public SequenceEnumerator {
   }
   size_t current_sample_position() const override { return 0; }
   void set_current_sample_position(size_t) override {}
+  void skip_delivered(const DeliveredBefore&) override {}
   std::string key_to_string(const SequenceKey& key) const override {
     return "seq" + std::to_string(key.sequence);
   }

@@ -1,0 +1,68 @@
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "cntkio/errors.hpp"
+#include "cntkio/minibatch_source.hpp"
+
+namespace cntkio {
+
+// CNTK's checkpoint key (ReaderConstants.h) holds the position, so CNTK-style states load too.
+constexpr const char* kPositionKey = "minibatchSourcePosition";
+
+std::string ReaderState::to_json() const {
+  nlohmann::json j;
+  j[kPositionKey] = position;
+  j["sequenceCounter"] = sequence_counter;
+  j["numWorkers"] = num_workers;
+  j["workerRank"] = worker_rank;
+  if (!worker_positions.empty()) j["workerPositions"] = worker_positions;
+  return j.dump();
+}
+
+ReaderState ReaderState::from_json(const std::string& text) {
+  ReaderState s;
+  try {
+    nlohmann::json j = nlohmann::json::parse(text);
+    s.position = j.at(kPositionKey).get<uint64_t>();
+    s.sequence_counter = j.value("sequenceCounter", uint64_t{0});
+    s.num_workers = j.value("numWorkers", uint64_t{1});
+    s.worker_rank = j.value("workerRank", uint64_t{0});
+    if (j.contains("workerPositions")) s.worker_positions = j["workerPositions"].get<std::vector<uint64_t>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(std::string("Not a cntkio reader state: ") + e.what());
+  }
+  if (s.num_workers == 0 || s.worker_rank >= s.num_workers ||
+      (!s.worker_positions.empty() && s.worker_positions.size() != s.num_workers)) {
+    throw UsageError("Inconsistent reader state: " + text);
+  }
+  return s;
+}
+
+ReaderState merge_reader_states(const std::vector<ReaderState>& states) {
+  if (states.empty()) throw UsageError("merge_reader_states needs the state of every worker, got none.");
+  const uint64_t workers = states[0].num_workers;
+  if (states.size() != workers) {
+    throw UsageError("merge_reader_states needs the states of all " + std::to_string(workers) +
+                     " workers, got " + std::to_string(states.size()) + ".");
+  }
+  ReaderState merged;
+  merged.num_workers = workers;
+  merged.worker_positions.assign(workers, 0);
+  std::vector<bool> seen(workers, false);
+  const ReaderState* earliest = nullptr;
+  for (const ReaderState& s : states) {
+    if (s.num_workers != workers || s.worker_rank >= workers || seen[s.worker_rank]) {
+      throw UsageError("merge_reader_states: the states do not come from one run (one per rank of " +
+                       std::to_string(workers) + " workers).");
+    }
+    seen[s.worker_rank] = true;
+    merged.worker_positions[s.worker_rank] = s.position;
+    if (earliest == nullptr || s.position < earliest->position) earliest = &s;
+  }
+  // Continue from the earliest worker; sequences the others delivered after it are skipped on restore.
+  merged.position = earliest->position;
+  merged.sequence_counter = earliest->sequence_counter;
+  return merged;
+}
+
+}  // namespace cntkio

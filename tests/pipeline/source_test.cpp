@@ -1,0 +1,256 @@
+// MinibatchSource end to end on generated CTF data: checkpoints, elastic resume, thread-count independence.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cntkio/config.hpp"
+#include "cntkio/errors.hpp"
+#include "cntkio/minibatch_source.hpp"
+
+namespace fs = std::filesystem;
+using namespace cntkio;
+
+namespace {
+
+// A CTF file of `sequences` sequences of 1..6 rows, dense x (dim 2) holding (key, row) and sparse y.
+class Corpus {
+ public:
+  explicit Corpus(size_t sequences) {
+    dir_ = fs::temp_directory_path() /
+           ("cntkio_source_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    fs::create_directories(dir_);
+    file_ = (dir_ / "data.ctf").string();
+    std::ofstream out(file_);
+    std::mt19937_64 rng(11);
+    for (size_t s = 0; s < sequences; ++s) {
+      size_t rows = 1 + rng() % 6;
+      for (size_t r = 0; r < rows; ++r) {
+        out << s << " |x " << s << " " << r;
+        if (r == 0) out << " |y " << (s % 7) << ":1";
+        out << "\n";
+      }
+      samples_ += rows;
+    }
+  }
+  ~Corpus() { fs::remove_all(dir_); }
+
+  // A stand-alone or composite reader section over the file.
+  Config reader(const std::string& extra, bool composite = false) const {
+    std::string ctf =
+        "file = \"" + file_ +
+        "\"\n input = [ x = [ dim = 2 ; format = dense ]\n y = [ dim = 7 ; format = sparse ] ]\n";
+    std::string text;
+    if (composite) {
+      text = "R = [ reader = [ chunkSizeInBytes = 1500\n " + extra + "\n deserializers = ( [ type = " +
+             "\"CNTKTextFormatDeserializer\"\n chunkSizeInBytes = 1500\n " + ctf + " ] ) ] ]";
+    } else {
+      text = "R = [ reader = [ readerType = CNTKTextFormatReader\n chunkSizeInBytes = 1500\n " + extra +
+             "\n " + ctf + " ] ]";
+    }
+    return Config::from_text(text).get_block("R").get_block("reader");
+  }
+
+  size_t samples() const { return samples_; }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path dir_;
+  std::string file_;
+  size_t samples_ = 0;
+};
+
+// One minibatch as text: its keys and the x values of every sample, in layout order.
+std::string describe(const Minibatch& mb) {
+  std::string out;
+  for (const std::string& k : mb.keys) out += k + ",";
+  const StreamBatch& x = mb.streams[0];
+  out += "|";
+  for (size_t c = 0; c < x.layout.num_columns(); ++c) {
+    out += std::to_string(static_cast<int>(x.value_at(0, c))) + ":" +
+           std::to_string(static_cast<int>(x.value_at(1, c))) + " ";
+  }
+  return out;
+}
+
+std::vector<std::string> keys_of(const Minibatch& mb) {
+  std::vector<std::string> keys;
+  for (const Layout::Entry& e : mb.streams[0].layout.entries) {
+    if (!e.is_gap) keys.push_back(mb.keys[e.sequence_index]);
+  }
+  return keys;
+}
+
+}  // namespace
+
+TEST(SourceCheckpoint, V1RestoreAtEveryMinibatchReproducesTheStream) {
+  Corpus corpus(400);  // 400 sequences: not a multiple of 3, so worker shares shift from sweep to sweep
+  for (const char* randomize : {"randomize = false", "randomize = true\n randomizationSeed = 7",
+                                "randomize = true\n randomizationWindow = 3\n randomizationSeed = 0"}) {
+    for (auto [rank, workers] : std::vector<std::pair<size_t, size_t>>{{0, 1}, {1, 3}, {2, 3}}) {
+      Config reader = corpus.reader(randomize);
+      const size_t epoch_size = corpus.samples() * 2 + 13;  // crosses a sweep boundary
+      auto reference = MinibatchSource::from_config(reader);
+      reference->start_epoch(37, 1, epoch_size, rank, workers);
+      std::vector<std::string> expected;
+      std::vector<ReaderState> states;
+      Minibatch mb;
+      while (reference->next_minibatch(mb)) {
+        expected.push_back(describe(mb));
+        states.push_back(ReaderState::from_json(reference->state().to_json()));
+      }
+      ASSERT_GT(expected.size(), 20u);
+      for (size_t cut = 0; cut + 1 < expected.size(); cut += 3) {
+        auto resumed = MinibatchSource::from_config(reader);
+        resumed->start_epoch(37, 1, epoch_size, rank, workers);
+        resumed->restore(states[cut]);
+        for (size_t i = cut + 1; i < expected.size(); ++i) {
+          ASSERT_TRUE(resumed->next_minibatch(mb)) << randomize << " cut " << cut;
+          ASSERT_EQ(describe(mb), expected[i])
+              << randomize << " rank " << rank << " cut " << cut << " mb " << i;
+        }
+        EXPECT_FALSE(resumed->next_minibatch(mb));
+      }
+    }
+  }
+}
+
+TEST(SourceCheckpoint, V2RestoreReproducesTheStreamAcrossSweeps) {
+  Corpus corpus(300);
+  for (const char* randomize : {"randomize = false", "randomize = true\n randomizationSeed = 5"}) {
+    Config reader = corpus.reader(randomize, /*composite=*/true);
+    auto reference = MinibatchSource::from_config(reader);
+    reference->set_v2_limits(kInfinitelyRepeat, 3);
+    std::vector<std::string> expected;
+    std::vector<std::string> states{reference->state().to_json()};
+    Minibatch mb;
+    while (reference->next_minibatch_v2(64, 1, 0, mb)) {
+      expected.push_back(describe(mb));
+      states.push_back(reference->state().to_json());
+    }
+    ASSERT_GT(expected.size(), 30u);
+    for (size_t cut = 0; cut < expected.size(); cut += 4) {
+      auto resumed = MinibatchSource::from_config(reader);
+      resumed->set_v2_limits(kInfinitelyRepeat, 3);
+      resumed->restore(ReaderState::from_json(states[cut]));
+      for (size_t i = cut; i < expected.size(); ++i) {
+        ASSERT_TRUE(resumed->next_minibatch_v2(64, 1, 0, mb));
+        ASSERT_EQ(describe(mb), expected[i]) << randomize << " cut " << cut;
+      }
+      EXPECT_FALSE(resumed->next_minibatch_v2(64, 1, 0, mb));
+    }
+  }
+}
+
+TEST(SourceCheckpoint, StateHasTheSameShapeBeforeAndAfterTheFirstMinibatch) {
+  Corpus corpus(50);
+  auto source = MinibatchSource::from_config(corpus.reader("randomize = true"));
+  source->start_epoch(10, 0, kFullSweep);
+  std::string before = source->state().to_json();
+  Minibatch mb;
+  ASSERT_TRUE(source->next_minibatch(mb));
+  std::string after = source->state().to_json();
+  EXPECT_EQ(before.find("\"minibatchSourcePosition\":0"), 1u);
+  EXPECT_NE(after.find("\"minibatchSourcePosition\":"), std::string::npos);
+  EXPECT_EQ(std::count(before.begin(), before.end(), ','), std::count(after.begin(), after.end(), ','));
+  EXPECT_EQ(ReaderState::from_json("{\"minibatchSourcePosition\": 42}").position, 42u);
+}
+
+// Reads `minibatches` minibatches per worker with W workers, then continues from the merged states with
+// W2 workers to the end of the sweep: every key must come exactly once.
+void check_elastic(const Corpus& corpus, const std::string& randomize, bool v2, size_t w1, size_t w2,
+                   size_t minibatches) {
+  Config reader = corpus.reader(randomize, /*composite=*/v2);
+  std::multiset<std::string> seen;
+  std::vector<ReaderState> states;
+  for (size_t r = 0; r < w1; ++r) {
+    auto source = MinibatchSource::from_config(reader);
+    if (v2) {
+      source->set_v2_limits(kFullDataSweep, kInfinitelyRepeat);
+    } else {
+      source->start_epoch(40, 0, kFullSweep, r, w1);
+    }
+    Minibatch mb;
+    for (size_t i = 0; i < minibatches; ++i) {
+      bool got = v2 ? source->next_minibatch_v2(40, w1, r, mb) : source->next_minibatch(mb);
+      if (!got) break;
+      for (const std::string& k : keys_of(mb)) seen.insert(k);
+    }
+    states.push_back(source->state());
+  }
+  ReaderState merged = ReaderState::from_json(merge_reader_states(states).to_json());
+  for (size_t r = 0; r < w2; ++r) {
+    auto source = MinibatchSource::from_config(reader);
+    Minibatch mb;
+    if (v2) {
+      source->set_v2_limits(kFullDataSweep, kInfinitelyRepeat);
+      source->restore(merged);
+      while (source->next_minibatch_v2(40, w2, r, mb)) {
+        for (const std::string& k : keys_of(mb)) seen.insert(k);
+      }
+    } else {
+      source->start_epoch(40, 0, kFullSweep, r, w2);
+      source->restore(merged);
+      while (source->next_minibatch(mb)) {
+        for (const std::string& k : keys_of(mb)) seen.insert(k);
+      }
+    }
+  }
+  std::set<std::string> unique(seen.begin(), seen.end());
+  EXPECT_EQ(unique.size(), seen.size()) << randomize << " v2=" << v2 << " " << w1 << "->" << w2;
+  EXPECT_EQ(unique.size(), 300u) << randomize << " v2=" << v2 << " " << w1 << "->" << w2;
+}
+
+TEST(SourceElasticResume, ContinuesWithAnyWorkerCountWithoutLossOrRepeat) {
+  Corpus corpus(300);
+  for (const char* randomize : {"randomize = false", "randomize = true\n randomizationWindow = 2",
+                                "randomize = true\n randomizationSeed = 3"}) {
+    for (bool v2 : {false, true}) {
+      for (auto [w1, w2] : std::vector<std::pair<size_t, size_t>>{{3, 2}, {2, 5}, {4, 1}, {1, 3}, {3, 3}}) {
+        check_elastic(corpus, randomize, v2, w1, w2, 4);
+      }
+    }
+  }
+}
+
+TEST(SourceThreads, ResultsDoNotDependOnThreadsOrPrefetch) {
+  Corpus corpus(500);
+  for (const char* randomize : {"randomize = false", "randomize = true\n randomizationWindow = 4"}) {
+    std::vector<std::string> reference;
+    for (const char* threads :
+         {"loaderThreads = 0\n prefetch = false", "loaderThreads = 1", "loaderThreads = 2",
+          "loaderThreads = 4\n prefetch = true", "loaderThreads = 3\n prefetch = false"}) {
+      auto source = MinibatchSource::from_config(corpus.reader(std::string(randomize) + "\n " + threads));
+      std::vector<std::string> got;
+      for (size_t epoch = 0; epoch < 3; ++epoch) {
+        source->start_epoch(50, epoch, 700);
+        Minibatch mb;
+        while (source->next_minibatch(mb)) got.push_back(describe(mb));
+      }
+      if (reference.empty()) {
+        reference = got;
+        ASSERT_GT(reference.size(), 30u);
+      } else {
+        EXPECT_EQ(got, reference) << randomize << " / " << threads;
+      }
+    }
+  }
+}
+
+TEST(SourceErrors, BadArgumentsAreUsageErrors) {
+  Corpus corpus(10);
+  auto source = MinibatchSource::from_config(corpus.reader("randomize = false"));
+  EXPECT_THROW(source->start_epoch(0, 0, kFullSweep), UsageError);
+  EXPECT_THROW(source->start_epoch(10, 0, 0), UsageError);
+  EXPECT_THROW(source->start_epoch(10, 0, kFullSweep, 2, 2), UsageError);
+  EXPECT_THROW(source->set_v2_limits(10, 2), UsageError);
+  EXPECT_THROW(ReaderState::from_json("{\"position\": 1}"), UsageError);
+  EXPECT_THROW(merge_reader_states({}), UsageError);
+}
