@@ -141,22 +141,25 @@ ChunkPtr BlockRandomizer::chunk_at(size_t source_position) {
   return loader_.get(chunk_randomizer_.chunks()[source_position].chunk_id);
 }
 
-// Keeps only this worker's chunks at positions the sequence randomizer still holds: later sequences of
-// this sweep can only come from those. Nothing is needed once the sweep is delivered.
-// Then starts loading this worker's chunks of the window that are not loaded yet, nearest first.
+// Keeps this worker's chunks that later sequences of the sweep can still come from: sequences delivered from
+// randomized position c onwards have their sources at or after window_begin(c). Then starts loading the
+// chunks of c's window (plus one ahead), nearest first, so parsing overlaps delivery. Memory stays within
+// the window and a chunk or two.
 void BlockRandomizer::evict() {
   if (sequence_randomizer_.at_sweep_end()) {
     loader_.clear();
     return;
   }
-  const size_t begin = sequence_randomizer_.loaded_begin();
-  const size_t end = sequence_randomizer_.loaded_end();
   const auto& chunks = chunk_randomizer_.chunks();
+  const RandomizedChunk& current = chunks[sequence_randomizer_.cursor_position()];
+  const size_t keep_begin = current.window_begin;
+  const size_t keep_end = std::max(sequence_randomizer_.loaded_end(), current.window_end);
   loader_.retain_if([&](uint32_t chunk_id) {
     const size_t p = position_of_chunk_[chunk_index_of_id_[chunk_id]];
-    return p >= begin && p < end && p % num_workers_ == worker_rank_;
+    return p >= keep_begin && p < keep_end && p % num_workers_ == worker_rank_;
   });
-  for (size_t p = begin; p < end; ++p) {
+  const size_t prefetch_end = std::min(chunks.size(), current.window_end + 1);
+  for (size_t p = keep_begin; p < prefetch_end; ++p) {
     if (p % num_workers_ == worker_rank_) loader_.prefetch(chunks[p].chunk_id);
   }
 }

@@ -64,6 +64,8 @@ class SequenceRandomizer {
   size_t current_sample() const { return cursor_sample_; }
   /// Whether every sequence of the sweep has been delivered.
   bool at_sweep_end() const { return cursor_position_ >= chunks_.size(); }
+  /// Randomized chunk position whose sequences are delivered next.
+  size_t cursor_position() const { return cursor_position_; }
   /// Positions whose sequences are held: [first, second).
   size_t loaded_begin() const { return load_begin_; }
   size_t loaded_end() const { return load_end_; }
