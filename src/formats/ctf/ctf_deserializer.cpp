@@ -16,7 +16,9 @@
 namespace cntkio {
 namespace {
 
-constexpr uint64_t kMaxSparseDim = 0x7FFFFFFFull;
+// Sparse indices are int32 (CNTK's limit). Dense streams get the same limit: a sample is zero-padded to dim
+// values, so a larger dim would allocate gigabytes for a one-value row.
+constexpr uint64_t kMaxDim = 0x7FFFFFFFull;
 
 std::string main_alias(const CtfOptions& options) {
   for (const auto& s : options.streams) {
@@ -61,10 +63,13 @@ class CtfDeserializer final : public Deserializer {
       }
     }
     if (!summary_.loaded_from_cache) {
-      index_ = ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias, options_.keys.get());
-      // Ids of a string-key corpus depend on the order files are read in, so only numeric or hashed ids are cached.
+      index_ = ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias,
+                                options_.keys.get());
+      // Ids of a string-key corpus depend on the order files are read in, so only numeric or hashed ids are
+      // cached.
       const bool cacheable = !options_.keys || options_.keys->mode() != KeyMode::kString;
-      if (options_.cache_index && cacheable && is_cache_writer()) ctf::write_index_cache(summary_.cache_file, index_);
+      if (options_.cache_index && cacheable && is_cache_writer())
+        ctf::write_index_cache(summary_.cache_file, index_);
     }
     ctf::form_chunks(index_, options_.chunk_size_in_bytes, file_.size());
     if (index_.sequences.empty()) {
@@ -140,7 +145,10 @@ class CtfDeserializer final : public Deserializer {
   }
 
   const CtfIndexSummary& summary() const { return summary_; }
-  CtfErrorSummary errors() const { return CtfErrorSummary{budget_.counted(), budget_.first_locations()}; }
+  CtfErrorSummary errors() const {
+    return CtfErrorSummary{budget_.counted(), budget_.rows_dropped(), budget_.samples_dropped(),
+                           budget_.first_locations()};
+  }
 
  private:
   struct KeyEntry {
@@ -194,8 +202,9 @@ class CtfDeserializer final : public Deserializer {
       const std::string key = "input." + s.name;
       if (s.dim == 0)
         throw ConfigError("Stream '" + s.name + "' needs a dimension 'dim' greater than 0.", key + ".dim");
-      if (s.storage == StorageFormat::kSparseCsc && s.dim > kMaxSparseDim) {
-        throw ConfigError("Sparse stream '" + s.name + "' has dim " + std::to_string(s.dim) +
+      if (s.dim > kMaxDim) {
+        throw ConfigError(std::string(s.storage == StorageFormat::kSparseCsc ? "Sparse" : "Dense") +
+                              " stream '" + s.name + "' has dim " + std::to_string(s.dim) +
                               ", above the maximum 2147483647.",
                           key + ".dim");
       }
@@ -240,16 +249,15 @@ std::string ctf_cache_file_name(const CtfOptions& options) {
   std::string alias = main_alias(options);
   const bool symbolic = options.keys && !options.keys->is_numeric();
   const bool hashed = options.keys && options.keys->mode() == KeyMode::kHashed;
-  return options.file + "." + (alias.empty() ? "_" : alias) + "." + (options.skip_sequence_ids ? "1" : "0") + "." +
-         (symbolic ? "1" : "0") + "." + (hashed ? "1" : "0") + ".v1.cache";
+  return options.file + "." + (alias.empty() ? "_" : alias) + "." + (options.skip_sequence_ids ? "1" : "0") +
+         "." + (symbolic ? "1" : "0") + "." + (hashed ? "1" : "0") + ".v1.cache";
 }
 
 CtfOptions ctf_options_from_config(const Config& section, bool composite) {
   CtfOptions options;
   options.file = section.get_string("file");
   if (!section.exists_current("input")) {
-    throw ConfigError("The CTF reader section has no 'input' block describing its streams.",
-                      section.path() + ".input");
+    throw section.error("input", "The CTF reader section has no 'input' block describing its streams.");
   }
   Config input = section.get_block("input");
   for (const std::string& name : input.keys()) {
@@ -257,12 +265,17 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
     CtfStreamOptions s;
     s.name = name;
     if (!stream.exists_current("dim")) {
-      throw ConfigError("Stream '" + name + "' has no 'dim'.", stream.path() + ".dim");
+      throw stream.error("dim", "Stream '" + name + "' has no 'dim'.");
     }
     s.dim = stream.get_uint("dim");
+    if (s.dim == 0)
+      throw stream.error("dim", "Stream '" + name + "' needs a dimension 'dim' greater than 0.");
+    if (s.dim > kMaxDim) {
+      throw stream.error("dim", "Stream '" + name + "' has dim " + std::to_string(s.dim) +
+                                    ", above the maximum 2147483647.");
+    }
     if (!stream.exists_current("format")) {
-      throw ConfigError("Stream '" + name + "' has no 'format' (dense or sparse).",
-                        stream.path() + ".format");
+      throw stream.error("format", "Stream '" + name + "' has no 'format' (dense or sparse).");
     }
     std::string format = core::to_lower(stream.get_string("format"));
     if (format == "dense") {
@@ -270,13 +283,12 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
     } else if (format == "sparse") {
       s.storage = StorageFormat::kSparseCsc;
     } else {
-      throw ConfigError("Stream '" + name + "' has format '" + format + "'; expected 'dense' or 'sparse'.",
-                        stream.path() + ".format");
+      throw stream.error("format",
+                         "Stream '" + name + "' has format '" + format + "'; expected 'dense' or 'sparse'.");
     }
     if (stream.exists_current("alias")) {
       s.alias = stream.get_string("alias");
-      if (s.alias.empty())
-        throw ConfigError("Stream '" + name + "' has an empty alias.", stream.path() + ".alias");
+      if (s.alias.empty()) throw stream.error("alias", "Stream '" + name + "' has an empty alias.");
     } else {
       s.alias = name;
     }
@@ -286,8 +298,7 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
   std::string precision = section.get_string("precision", "float");
   std::string lower = core::to_lower(precision);
   if (lower != "float" && lower != "double") {
-    throw ConfigError("precision is '" + precision + "'; expected 'float' or 'double'.",
-                      section.path() + ".precision");
+    throw section.error("precision", "precision is '" + precision + "'; expected 'float' or 'double'.");
   }
   // CNTK's composite factory picks float only for the exact spelling "float" (spec ctf.md §9).
   options.element_type =
@@ -297,7 +308,7 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
   options.trace_level = static_cast<int>(section.get_uint("traceLevel", 1));
   options.chunk_size_in_bytes = section.get_uint("chunkSizeInBytes", 32ull << 20);
   if (options.chunk_size_in_bytes == 0) {
-    throw ConfigError("chunkSizeInBytes must be greater than 0.", section.path() + ".chunkSizeInBytes");
+    throw section.error("chunkSizeInBytes", "chunkSizeInBytes must be greater than 0.");
   }
   options.keep_data_in_memory = section.get_bool("keepDataInMemory", false);
   options.cache_index = section.get_bool("cacheIndex", false);

@@ -62,9 +62,10 @@ class Indexer {
 
     index_.line_mode = skip_sequence_ids || data_[pos] == '|';
     if (index_.line_mode && symbolic_keys_ != nullptr) {
-      fail_at("The file has no sequence ids (one sequence per line), but the reader uses non-numeric sequence "
-              "keys (useNumericSequenceKeys=false): every line needs a key for the composite reader to join on.",
-              data_, file_, pos);
+      fail_at(
+          "The file has no sequence ids (one sequence per line), but the reader uses non-numeric sequence "
+          "keys (useNumericSequenceKeys=false): every line needs a key for the composite reader to join on.",
+          data_, file_, pos);
     }
     if (index_.line_mode) {
       index_lines(pos);

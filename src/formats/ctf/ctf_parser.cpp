@@ -3,18 +3,20 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <unordered_map>
 
 #include "cntkio/errors.hpp"
 #include "core/mapped_file.hpp"
+#include "formats/ctf/ctf_number.hpp"
 
 namespace cntkio::ctf {
 
-bool ErrorBudget::consume(const std::string& location) {
+bool ErrorBudget::consume(const std::string& location, Dropped dropped) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (remaining_ == 0) return false;
   --remaining_;
   ++counted_;
+  if (dropped == Dropped::kRow) ++rows_dropped_;
+  if (dropped == Dropped::kSample) ++samples_dropped_;
   if (first_locations_.size() < 10 && !location.empty()) first_locations_.push_back(location);
   return true;
 }
@@ -22,6 +24,16 @@ bool ErrorBudget::consume(const std::string& location) {
 uint64_t ErrorBudget::counted() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return counted_;
+}
+
+uint64_t ErrorBudget::rows_dropped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return rows_dropped_;
+}
+
+uint64_t ErrorBudget::samples_dropped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return samples_dropped_;
 }
 
 std::vector<std::string> ErrorBudget::first_locations() const {
@@ -103,7 +115,7 @@ class ChunkParser {
       : ctx_(context), data_(context.data.data()), file_size_(context.data.size()), chunk_(chunk) {
     const auto& streams = *ctx_.streams;
     for (size_t i = 0; i < streams.size(); ++i) {
-      alias_to_stream_.emplace(streams[i].alias, i);
+      aliases_.push_back(streams[i].alias);
       max_alias_length_ = std::max(max_alias_length_, streams[i].alias.size());
       if (streams[i].defines_mb_size) defining_stream_ = static_cast<int>(i);
     }
@@ -136,7 +148,7 @@ class ChunkParser {
           return "Could not read a row (# " + std::to_string(row_number) +
                  ") while loading sequence (id = " + std::to_string(key_) + ")" + where() + ".";
         });
-        count_error(-1);
+        count_error(-1, Dropped::kRow);
       }
     }
 
@@ -234,13 +246,13 @@ class ChunkParser {
   }
 
   // One error against maxErrors; throws CNTK's budget error when none is left.
-  void count_error(int stream) {
+  void count_error(int stream, Dropped dropped = Dropped::kNothing) {
     std::string where_text;
     if (ctx_.budget->counted() < 10) {
       core::LineColumn lc = core::line_column_at(ctx_.data, pos_);
       where_text = *ctx_.file + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column);
     }
-    if (ctx_.budget->consume(where_text)) return;
+    if (ctx_.budget->consume(where_text, dropped)) return;
     if (ctx_.logger->trace_level() < 1 && ctx_.had_warnings != nullptr && ctx_.had_warnings->load()) {
       ctx_.logger->always(
           core::LogLevel::kError,
@@ -304,7 +316,7 @@ class ChunkParser {
         return std::string("Unexpected character ('") + current() +
                "') in place of the input name prefix ('|')" + where() + ".";
       });
-      count_error(-1);
+      count_error(-1, Dropped::kSample);
       return false;
     }
     ++pos_;
@@ -331,7 +343,7 @@ class ChunkParser {
         return "Exhausted all input expected for the current sequence while reading an input name" + where() +
                ".";
       });
-      count_error(-1);
+      count_error(-1, Dropped::kSample);
       return false;
     }
     if (pos_ == name_begin) {
@@ -339,19 +351,18 @@ class ChunkParser {
         return std::string("Input name prefix ('|') is followed by an invalid character ('") + current() +
                "')" + where() + ".";
       });
-      count_error(-1);
+      count_error(-1, Dropped::kSample);
       return false;
     }
     std::string_view name(data_ + name_begin, pos_ - name_begin);
-    auto it = alias_to_stream_.find(name);
-    if (it == alias_to_stream_.end()) {
+    const size_t stream = find_stream(name);
+    if (stream == aliases_.size()) {
       info([&] {
         return "Skipping unknown input ('" + std::string(name) + "')" + where() + ". Input name '" +
                std::string(name) + "' was not specified in the reader config section.";
       });
       return false;
     }
-    const size_t stream = it->second;
     const StreamInfo& info_s = (*ctx_.streams)[stream];
     StreamStorage<T>& storage = chunk_.streams_[stream];
     const size_t values_before = storage.values.size();
@@ -364,7 +375,7 @@ class ChunkParser {
         storage.indices.resize(values_before);
         storage.nnz_counts.resize(nnz_before);
       }
-      count_error(static_cast<int>(stream));
+      count_error(static_cast<int>(stream), Dropped::kSample);
       return false;
     }
     ++samples_[stream];
@@ -382,7 +393,7 @@ class ChunkParser {
       }
       if (!is_printable(c) || c == kNamePrefix) return finish_dense(storage, dim, begin, count);
       double value;
-      if (!read_number(value)) return false;
+      if (!read_number_fast(value) && !read_number(value)) return false;
       storage.values.push_back(static_cast<T>(value));
       ++count;
     }
@@ -452,7 +463,7 @@ class ChunkParser {
       }
       ++pos_;
       double value;
-      if (!read_number(value)) return false;
+      if (!read_number_fast(value) && !read_number(value)) return false;
       storage.values.push_back(static_cast<T>(value));
       storage.indices.push_back(static_cast<int32_t>(index));
       ++count;
@@ -497,137 +508,52 @@ class ChunkParser {
     return true;
   }
 
-  // CNTK's number state machine (spec §6.6): computed in double as N + F/D and C * 10^E, bit for bit.
+  bool read_number_fast(double& out) {
+    const char* p = data_ + pos_;
+    if (!parse_number_fast(p, data_ + end_, end_ >= range_end_, out)) return false;
+    pos_ = static_cast<size_t>(p - data_);
+    return true;
+  }
+
+  // CNTK's number state machine (ctf_number.hpp) with CNTK's warning for each failure.
   bool read_number(double& out) {
-    enum class State { kInit, kSign, kInt, kPeriod, kFrac, kExp, kExpSign, kExpDigits };
-    State state = State::kInit;
-    bool negative = false;
-    double n = 0, c = 0, d = 1;
-    while (can_read()) {
-      const char ch = current();
-      const bool digit = is_digit(ch);
-      const double dv = digit ? static_cast<double>(ch - '0') : 0.0;
-      switch (state) {
-        case State::kInit:
-          if (digit) {
-            n = dv;
-            state = State::kInt;
-          } else if (ch == '+' || ch == '-') {
-            negative = ch == '-';
-            state = State::kSign;
-          } else {
-            warn([&] {
-              return std::string("Unexpected character ('") + ch + "') in a floating point value" + where() +
-                     ".";
-            });
-            return false;
-          }
-          break;
-        case State::kSign:
-          if (!digit) {
-            warn([&] {
-              return std::string("A sign symbol is followed by an invalid character ('") + ch +
-                     "') in a floating point value" + where() + ".";
-            });
-            return false;
-          }
-          n = dv;
-          state = State::kInt;
-          break;
-        case State::kInt:
-          if (digit) {
-            n = n * 10 + dv;
-          } else if (ch == '.') {
-            state = State::kPeriod;
-          } else if (ch == 'e' || ch == 'E') {
-            c = negative ? -n : n;
-            n = 0;
-            state = State::kExp;
-          } else {
-            out = negative ? -n : n;
-            return true;
-          }
-          break;
-        case State::kPeriod:
-          if (!digit) {
-            out = negative ? -n : n;
-            return true;
-          }
-          c = n;
-          n = dv;
-          d = 10;
-          state = State::kFrac;
-          break;
-        case State::kFrac:
-          if (digit) {
-            n = n * 10 + dv;
-            d = d * 10;
-          } else if (ch == 'e' || ch == 'E') {
-            c = c + n / d;
-            if (negative) c = -c;
-            state = State::kExp;
-          } else {
-            c = c + n / d;
-            out = negative ? -c : c;
-            return true;
-          }
-          break;
-        case State::kExp:
-          if (digit) {
-            negative = false;
-            n = dv;
-            state = State::kExpDigits;
-          } else if (ch == '+' || ch == '-') {
-            negative = ch == '-';
-            state = State::kExpSign;
-          } else {
-            warn([&] {
-              return std::string("An exponent symbol is followed by an invalid character ('") + ch +
-                     "') in a floating point value" + where() + ".";
-            });
-            return false;
-          }
-          break;
-        case State::kExpSign:
-          if (!digit) {
-            warn([&] {
-              return std::string("An exponent sign is followed by an invalid character ('") + ch +
-                     "') in a floating point value" + where() + ".";
-            });
-            return false;
-          }
-          n = dv;
-          state = State::kExpDigits;
-          break;
-        case State::kExpDigits:
-          if (digit) {
-            n = n * 10 + dv;
-          } else {
-            out = c * std::pow(10.0, negative ? -n : n);
-            return true;
-          }
-          break;
-      }
-      ++pos_;
-    }
-    if (pos_ < range_end_) {
-      warn(
-          [&] { return "Expected more bytes of a floating point value, but the file ends" + where() + "."; });
-      return false;
-    }
-    switch (state) {
-      case State::kInt:
-      case State::kPeriod:
-        out = negative ? -n : n;
+    NumberResult r = parse_number_exact(data_ + pos_, data_ + end_, end_ >= range_end_);
+    pos_ = static_cast<size_t>(r.end - data_);
+    const char bad = r.end < data_ + end_ ? *r.end : '\0';
+    switch (r.status) {
+      case NumberStatus::kOk:
+        out = r.value;
         return true;
-      case State::kFrac:
-        c = c + n / d;
-        out = negative ? -c : c;
-        return true;
-      case State::kExpDigits:
-        out = c * std::pow(10.0, negative ? -n : n);
-        return true;
-      default:
+      case NumberStatus::kBadCharacter:
+        warn([&] {
+          return std::string("Unexpected character ('") + bad + "') in a floating point value" + where() +
+                 ".";
+        });
+        return false;
+      case NumberStatus::kBadAfterSign:
+        warn([&] {
+          return std::string("A sign symbol is followed by an invalid character ('") + bad +
+                 "') in a floating point value" + where() + ".";
+        });
+        return false;
+      case NumberStatus::kBadAfterExponent:
+        warn([&] {
+          return std::string("An exponent symbol is followed by an invalid character ('") + bad +
+                 "') in a floating point value" + where() + ".";
+        });
+        return false;
+      case NumberStatus::kBadAfterExponentSign:
+        warn([&] {
+          return std::string("An exponent sign is followed by an invalid character ('") + bad +
+                 "') in a floating point value" + where() + ".";
+        });
+        return false;
+      case NumberStatus::kFileTooShort:
+        warn([&] {
+          return "Expected more bytes of a floating point value, but the file ends" + where() + ".";
+        });
+        return false;
+      case NumberStatus::kExhausted:
         warn([&] {
           return "Exhausted all input expected for the current sequence while reading a floating point "
                  "value" +
@@ -635,13 +561,22 @@ class ChunkParser {
         });
         return false;
     }
+    return false;
   }
 
   const ParseContext& ctx_;
   const char* data_;
   size_t file_size_;
   CtfChunk<T>& chunk_;
-  std::unordered_map<std::string_view, size_t> alias_to_stream_;
+  // Index of the stream with alias `name`, or aliases_.size(). Streams are few: a linear scan beats hashing.
+  size_t find_stream(std::string_view name) const {
+    for (size_t i = 0; i < aliases_.size(); ++i) {
+      if (aliases_[i] == name) return i;
+    }
+    return aliases_.size();
+  }
+
+  std::vector<std::string> aliases_;
   size_t max_alias_length_ = 0;
   int defining_stream_ = -1;
   std::vector<uint64_t> samples_;
@@ -665,6 +600,10 @@ ChunkPtr parse_chunk_as(const ParseContext& context, const CtfIndex& index, uint
       for (uint64_t i = 0; i < count; ++i) samples += index.sequences[first + i].samples;
       uint64_t estimate = std::min<uint64_t>(samples * stream.sample_dim(), bytes);
       chunk->streams_[s].values.reserve(estimate);
+    } else {
+      // An entry takes at least 4 bytes ("1:1 "); untouched reserved pages cost no memory.
+      chunk->streams_[s].values.reserve(bytes / 4);
+      chunk->streams_[s].indices.reserve(bytes / 4);
     }
   }
   ChunkParser<T> parser(context, *chunk);

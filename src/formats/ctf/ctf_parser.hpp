@@ -17,19 +17,27 @@
 
 namespace cntkio::ctf {
 
+/// What a tolerated error dropped: a whole row, one sample (`|name values`), or nothing (a sequence whose
+/// sample count differs from its row count is delivered as parsed).
+enum class Dropped { kNothing, kRow, kSample };
+
 /// The error budget shared by all chunk loads of one deserializer (CNTK: per parser, never reset).
 class ErrorBudget {
  public:
   explicit ErrorBudget(uint64_t max_errors) : remaining_(max_errors) {}
   /// Counts one error; returns false when the budget was already exhausted (the caller must throw).
-  bool consume(const std::string& location);
+  bool consume(const std::string& location, Dropped dropped = Dropped::kNothing);
   uint64_t counted() const;
+  uint64_t rows_dropped() const;
+  uint64_t samples_dropped() const;
   std::vector<std::string> first_locations() const;
 
  private:
   mutable std::mutex mutex_;
   uint64_t remaining_;
   uint64_t counted_ = 0;
+  uint64_t rows_dropped_ = 0;
+  uint64_t samples_dropped_ = 0;
   std::vector<std::string> first_locations_;
 };
 
