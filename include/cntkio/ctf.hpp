@@ -67,10 +67,14 @@ struct CtfIndexSummary {
 /// Summary of `deserializer`, which must come from make_ctf_deserializer.
 CtfIndexSummary ctf_index_summary(const Deserializer& deserializer);
 
-/// Skip statistics: what maxErrors let through so far (no silent data loss).
+/// Skip statistics: what maxErrors let through so far (no silent data loss). Every counted error dropped a
+/// row, dropped a sample, or (the rest) flagged a sequence whose sample count differs from its row count.
+/// A chunk loaded again (another sweep, no keepDataInMemory) is counted again, as CNTK does.
 struct CtfErrorSummary {
   uint64_t errors = 0;                       ///< errors counted against maxErrors
-  std::vector<std::string> first_locations;  ///< first few "file:line:column" of counted errors
+  uint64_t rows_skipped = 0;                 ///< rows that gave no sample at all (blank, garbage, all bad)
+  uint64_t samples_skipped = 0;              ///< `|name values` groups dropped (bad name, values or dim)
+  std::vector<std::string> first_locations;  ///< first few (10) "file:line:column" of counted errors
 };
 CtfErrorSummary ctf_error_summary(const Deserializer& deserializer);
 

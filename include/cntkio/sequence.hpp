@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace cntkio {
@@ -48,6 +49,13 @@ struct SequenceData {
   const uint32_t* nnz_counts = nullptr;  ///< sparse only: number of entries of each sample
   size_t total_nnz = 0;                  ///< sparse only
   bool valid = true;                     ///< false if the data could not be produced (e.g. key missing)
+  /// Optional shape of this sequence's samples (same convention as StreamInfo::sample_shape), for streams
+  /// whose samples can differ in shape (images before a Scale transform). Empty: the stream's shape.
+  /// The packer requires every sequence of a minibatch to agree (and to match a known stream shape).
+  std::span<const size_t> sample_shape;
+  /// Format-defined data (e.g. an image still to be decoded) that the format's own SequenceTransformer
+  /// (cntkio/transform.hpp) turns into values; `values` is unused while it is set. The packer rejects it.
+  const void* native = nullptr;
 };
 
 /// A loaded chunk.

@@ -10,9 +10,11 @@
 #include "core/thread_pool.hpp"
 #include "pipeline/block_randomizer.hpp"
 #include "pipeline/bundler.hpp"
+#include "pipeline/image_reader.hpp"
 #include "pipeline/no_randomizer.hpp"
 #include "pipeline/packer.hpp"
 #include "pipeline/registry.hpp"
+#include "pipeline/transform_stage.hpp"
 
 namespace cntkio {
 namespace {
@@ -270,6 +272,11 @@ void check_precision(const Config& reader) {
 // Stand-alone readers (readerType = CNTKTextFormatReader): spec pipeline.md §1.2 and §3.1.
 std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std::string& reader_type) {
   std::string type = pipeline::deserializer_type_for_reader(reader_type);
+  if (type == "ImageDeserializer") {  // readerType = ImageReader (spec image.md §2.3)
+    const ReaderSettings settings = reader_settings(reader);
+    pipeline::ReaderParts parts = pipeline::make_image_reader(reader, settings.threads);
+    return std::make_unique<ComposedSource>(parts.enumerator, std::move(parts.packer), 0, settings);
+  }
   if (type != "CNTKTextFormatDeserializer") {
     throw ConfigError("readerType '" + reader_type + "' is not supported (supported: CNTKTextFormatReader).",
                       reader.path() + ".readerType");
@@ -303,7 +310,7 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
 
 // Composite reader (deserializers = ( [...]:[...] )): spec pipeline.md §1.2, §3.1, §6.
 std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
-  const bool frame_mode = reader.get_bool("frameMode", false);
+  bool frame_mode = reader.get_bool("frameMode", false);
   const bool truncated = reader.get_bool("truncated", false);
   const size_t truncation_length = reader.get_uint("truncationLength", 0);
   if (frame_mode && truncated) {
@@ -320,8 +327,15 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   std::vector<Config> sections = reader.get_block_array("deserializers");
   if (sections.empty())
     throw ConfigError("'deserializers' lists no deserializer.", reader.path() + ".deserializers");
+  // A sole ImageDeserializer, when randomizing, forces frame mode and a default window of 1 (spec
+  // pipeline.md §1.2, image.md §2.1).
+  const bool randomize = reader.get_bool("randomize", true);
+  const bool image_alone = sections.size() == 1 && sections[0].get_string("type") == "ImageDeserializer";
+  if (image_alone && randomize && !truncated) frame_mode = true;
   std::vector<std::shared_ptr<Deserializer>> deserializers;
+  std::vector<SequenceTransformerPtr> transformers;  // per stream of the joined deserializer
   bool any_ctf = false;
+  bool any_image = false;
   bool string_keys_by_default = false;
   for (const Config& section : sections) {
     string_keys_by_default =
@@ -339,14 +353,18 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
     if (has_trace_level) section.set("traceLevel", trace_level);
     std::string type = section.get_string("type");
     if (type == "CNTKTextFormatDeserializer") any_ctf = true;
+    if (type == "ImageDeserializer") any_image = true;
     deserializers.push_back(pipeline::create_deserializer(type, section, context));
+    pipeline::append_transformers(*deserializers.back(), transformers);
   }
   std::shared_ptr<Deserializer> joined =
       deserializers.size() == 1 ? deserializers[0] : pipeline::make_bundler(deserializers);
 
   RandomizationSettings r;
-  r.randomize = reader.get_bool("randomize", true);
-  r.window = reader.exists("randomizationWindow") ? reader.get_uint("randomizationWindow") : kRandomizeAuto;
+  r.randomize = randomize;
+  r.window = reader.exists("randomizationWindow") ? reader.get_uint("randomizationWindow")
+             : image_alone                        ? 1
+                                                  : kRandomizeAuto;
   r.sample_based = reader.get_bool("sampleBasedRandomizationWindow", true);
   if (any_ctf && !reader.exists_current("randomizationWindow")) {
     if (!reader.exists("sampleBasedRandomizationWindow") || !r.sample_based) {
@@ -362,7 +380,11 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   r.seed = reader.get_uint("randomizationSeed", 0);
   const size_t max_errors = reader.get_uint("maxErrors", 0);
   const ReaderSettings settings = reader_settings(reader);
-  auto enumerator = make_randomizer(joined, r, max_errors, settings);
+  // multiThreadedDeserialization (default: on with an ImageDeserializer) transforms the sequences of a
+  // minibatch on a pool; results do not depend on it.
+  const bool parallel_transforms = reader.get_bool("multiThreadedDeserialization", any_image);
+  auto enumerator = pipeline::with_transforms(make_randomizer(joined, r, max_errors, settings),
+                                              std::move(transformers), parallel_transforms ? settings.threads : 0);
   const bool local_timeline = reader.get_bool("localTimeline", true);
   std::unique_ptr<pipeline::Packer> packer;
   if (frame_mode) {

@@ -175,6 +175,7 @@ class TruncatedBpttPacker : public Packer {
     const auto& inputs = source_->streams();
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const SequenceData& d = got.data[i][j];
+      packer_detail::check_fixed_shape(inputs[i], d, seq.key);
       if (d.number_of_samples != seq.length) {
         throw FormatError("For BPTT sequences between different input stream should have the same length.",
                           location(inputs[i], seq.key));

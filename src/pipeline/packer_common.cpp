@@ -92,6 +92,67 @@ SourceLocation location(const StreamInfo& stream, const std::string& key) {
   return where;
 }
 
+namespace {
+size_t product(std::span<const size_t> shape) {
+  size_t n = 1;
+  for (size_t d : shape) n *= d;
+  return n;
+}
+
+void check_values(const StreamInfo& stream, const SequenceData& data, const std::string& key) {
+  if (data.native != nullptr) {
+    throw FormatError("Stream '" + stream.name +
+                          "' delivered data that needs its transforms first (no transformer ran on it).",
+                      location(stream, key));
+  }
+}
+}  // namespace
+
+std::vector<size_t> batch_sample_shape(const StreamInfo& stream, const std::vector<SequenceData>& data,
+                                       const std::vector<std::string>& keys) {
+  for (size_t j = 0; j < data.size(); ++j) check_values(stream, data[j], keys[j]);
+  if (!stream.sample_shape.empty()) {
+    const size_t dim = stream.sample_dim();
+    for (size_t j = 0; j < data.size(); ++j) {
+      if (!data[j].sample_shape.empty() && product(data[j].sample_shape) != dim) {
+        throw FormatError("A sample of stream '" + stream.name + "' holds " +
+                              std::to_string(product(data[j].sample_shape)) + " values, but the stream's shape holds " +
+                              std::to_string(dim) + ".",
+                          location(stream, keys[j]));
+      }
+    }
+    return stream.sample_shape;
+  }
+  if (data.empty()) return {};
+  if (data[0].sample_shape.empty()) {
+    throw FormatError("Unknown shape of the sample in stream '" + stream.name + "'.", location(stream, keys[0]));
+  }
+  std::vector<size_t> shape(data[0].sample_shape.begin(), data[0].sample_shape.end());
+  for (size_t j = 1; j < data.size(); ++j) {
+    if (!std::equal(shape.begin(), shape.end(), data[j].sample_shape.begin(), data[j].sample_shape.end())) {
+      throw FormatError(
+          "Packer currently does not support samples with varying shapes.Please make sure there is a transform "
+          "that unifies the shape of samples for input stream '" +
+              stream.name + "' or the deserializer provides samples with the same shape.",
+          location(stream, keys[j]));
+    }
+  }
+  return shape;
+}
+
+void check_fixed_shape(const StreamInfo& stream, const SequenceData& data, const std::string& key) {
+  check_values(stream, data, key);
+  if (stream.storage == StorageFormat::kDense && stream.sample_shape.empty()) {
+    throw FormatError("Stream '" + stream.name +
+                          "' has no fixed sample shape, which truncated BPTT packing requires.",
+                      location(stream, key));
+  }
+  if (!data.sample_shape.empty() && product(data.sample_shape) != stream.sample_dim()) {
+    throw FormatError("A sample of stream '" + stream.name + "' does not match the stream's shape.",
+                      location(stream, key));
+  }
+}
+
 void pack_dense(const StreamInfo& stream, const Layout& layout, const std::vector<SequenceData>& data,
                 std::vector<unsigned char>& values) {
   const size_t sample_bytes = stream.sample_dim() * element_size(stream.element_type);

@@ -28,6 +28,16 @@ void check_shape(const Sequences& sequences, size_t num_streams);
 
 SourceLocation location(const StreamInfo& stream, const std::string& key);
 
+/// The sample shape of dense stream `stream` in one minibatch (CNTK's PackerBase shape check): the
+/// stream's own shape, or, when the stream's shape is not fixed (empty), the first sequence's. Throws CNTK's
+/// "varying shapes" error if sequences disagree, and an error if a sequence's shape does not hold as many
+/// values as a fixed stream shape (CNTK would copy the wrong number of values) or if an item still carries
+/// format data no transformer consumed. `keys[i]` names sequence i.
+std::vector<size_t> batch_sample_shape(const StreamInfo& stream, const std::vector<SequenceData>& data,
+                                       const std::vector<std::string>& keys);
+/// Throws unless `data` fits a stream of fixed shape (BPTT packing needs fixed shapes).
+void check_fixed_shape(const StreamInfo& stream, const SequenceData& data, const std::string& key);
+
 /// Dense stream: writes every non-gap column of `layout` from `data[sequence_index]`; gap columns are zero.
 void pack_dense(const StreamInfo& stream, const Layout& layout, const std::vector<SequenceData>& data,
                 std::vector<unsigned char>& values);

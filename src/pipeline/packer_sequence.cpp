@@ -64,7 +64,8 @@ class SequencePacker : public Packer {
       out.info = stream;
       out.layout = frame_mode_ ? make_frame_layout(data.size()) : make_packed_layout(lengths);
       if (stream.storage == StorageFormat::kDense) {
-        packer_detail::pack_dense(stream, out.layout, data, out.values);
+        out.info.sample_shape = packer_detail::batch_sample_shape(stream, data, result.keys);
+        packer_detail::pack_dense(out.info, out.layout, data, out.values);
       } else {
         packer_detail::pack_sparse(stream, out.layout, data, result.keys, out);
       }

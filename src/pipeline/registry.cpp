@@ -5,6 +5,7 @@
 
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
+#include "cntkio/image.hpp"
 #include "core/text.hpp"
 
 namespace cntkio::pipeline {
@@ -28,6 +29,20 @@ const std::vector<Registration>& registrations() {
          options.keep_data_in_memory = false;  // only the stand-alone CTF reader honours it (spec ctf.md §9)
          options.keys = context.keys;
          return make_ctf_deserializer(options);
+       }},
+      {"ImageDeserializer",
+       {"ImageReader", "Cntk.Deserializers.Image"},
+       [](const Config& section, const DeserializerContext& context) {
+         ImageOptions options = image_options_from_config(section, false);
+         options.keys = context.keys;
+         return make_image_deserializer(options);
+       }},
+      {"Base64ImageDeserializer",
+       {},
+       [](const Config& section, const DeserializerContext& context) {
+         ImageOptions options = image_options_from_config(section, true);
+         options.keys = context.keys;
+         return make_image_deserializer(options);
        }},
   };
   return kRegistrations;

@@ -6,6 +6,7 @@
 
 #include "cntkio/errors.hpp"
 #include "core/mapped_file.hpp"
+#include "core/newline_finder.hpp"
 
 namespace cntkio::ctf {
 namespace {
@@ -39,7 +40,8 @@ class Indexer {
       : data_(data),
         file_(file),
         pattern_(main_alias.empty() ? std::string() : "|" + std::string(main_alias)),
-        symbolic_keys_(keys != nullptr && !keys->is_numeric() ? keys : nullptr) {}
+        symbolic_keys_(keys != nullptr && !keys->is_numeric() ? keys : nullptr),
+        newlines_(data.data(), data.size()) {}
 
   CtfIndex run(bool skip_sequence_ids) {
     const size_t n = data_.size();
@@ -186,6 +188,7 @@ class Indexer {
   const std::string& file_;
   std::string pattern_;
   KeyTable* symbolic_keys_;
+  core::NewlineFinder newlines_;
   uint64_t line_ = 0;
   CtfIndex index_;
 };

@@ -116,6 +116,8 @@ class ChunkParser {
     const auto& streams = *ctx_.streams;
     for (size_t i = 0; i < streams.size(); ++i) {
       aliases_.push_back(streams[i].alias);
+      dims_.push_back(streams[i].sample_dim());
+      dense_.push_back(streams[i].storage == StorageFormat::kDense);
       max_alias_length_ = std::max(max_alias_length_, streams[i].alias.size());
       if (streams[i].defines_mb_size) defining_stream_ = static_cast<int>(i);
     }
@@ -325,6 +327,14 @@ class ChunkParser {
       return false;
     }
     const size_t name_begin = pos_;
+    {
+      // Scan at most one byte past the longest alias with a local pointer; the loop below then sees either
+      // the terminator or the over-long case exactly as CNTK's byte-by-byte reading does.
+      const char* p = data_ + pos_;
+      const char* const stop = data_ + std::min(end_, name_begin + max_alias_length_);
+      while (p < stop && !is_value_delimiter(*p) && *p != kNamePrefix && is_printable(*p)) ++p;
+      pos_ = static_cast<size_t>(p - data_);
+    }
     while (can_read()) {
       char c = current();
       if (is_value_delimiter(c) || c == kNamePrefix || !is_printable(c)) break;
@@ -363,15 +373,14 @@ class ChunkParser {
       });
       return false;
     }
-    const StreamInfo& info_s = (*ctx_.streams)[stream];
     StreamStorage<T>& storage = chunk_.streams_[stream];
     const size_t values_before = storage.values.size();
     const size_t nnz_before = storage.nnz_counts.size();
-    bool ok = info_s.storage == StorageFormat::kDense ? read_dense(storage, info_s.sample_dim())
-                                                      : read_sparse(storage, info_s.sample_dim(), stream);
+    const bool dense = dense_[stream];
+    bool ok = dense ? read_dense(storage, dims_[stream]) : read_sparse(storage, dims_[stream], stream);
     if (!ok) {
       storage.values.resize(values_before);
-      if (info_s.storage != StorageFormat::kDense) {
+      if (!dense) {
         storage.indices.resize(values_before);
         storage.nnz_counts.resize(nnz_before);
       }
@@ -385,6 +394,7 @@ class ChunkParser {
   bool read_dense(StreamStorage<T>& storage, size_t dim) {
     const size_t begin = storage.values.size();
     size_t count = 0;
+    read_dense_values(storage, count);
     while (can_read()) {
       char c = current();
       if (is_value_delimiter(c)) {
@@ -425,8 +435,49 @@ class ChunkParser {
     return true;
   }
 
+  // Well-formed "index:value" pairs with the fast number path and no per-byte bookkeeping. Stops before
+  // anything else (a bad index, a long number, the end of the sample), which the general loop then handles
+  // with CNTK's rules and messages, so the outcome is the same as without this loop.
+  void read_sparse_pairs(StreamStorage<T>& storage, size_t dim, uint32_t& count) {
+    const char* p = data_ + pos_;
+    const char* const e = data_ + end_;
+    const bool ends_sequence = end_ >= range_end_;
+    for (;;) {
+      while (p < e && (*p == ' ' || *p == '\t')) ++p;
+      const char* const start = p;
+      uint64_t index = 0;
+      while (p < e && is_digit(*p) && p - start < 10) index = index * 10 + static_cast<uint64_t>(*p++ - '0');
+      double value;
+      if (p == start || p >= e || *p != kIndexDelimiter || index >= dim ||
+          !parse_number_fast(++p, e, ends_sequence, value)) {
+        p = start;
+        break;
+      }
+      storage.values.push_back(static_cast<T>(value));
+      storage.indices.push_back(static_cast<int32_t>(index));
+      ++count;
+    }
+    pos_ = static_cast<size_t>(p - data_);
+  }
+
+  // Dense values separated by blanks, as read_sparse_pairs does for sparse ones.
+  void read_dense_values(StreamStorage<T>& storage, size_t& count) {
+    const char* p = data_ + pos_;
+    const char* const e = data_ + end_;
+    const bool ends_sequence = end_ >= range_end_;
+    for (;;) {
+      while (p < e && (*p == ' ' || *p == '\t')) ++p;
+      double value;
+      if (!parse_number_fast(p, e, ends_sequence, value)) break;
+      storage.values.push_back(static_cast<T>(value));
+      ++count;
+    }
+    pos_ = static_cast<size_t>(p - data_);
+  }
+
   bool read_sparse(StreamStorage<T>& storage, size_t dim, size_t stream) {
     uint32_t count = 0;
+    read_sparse_pairs(storage, dim, count);
     while (can_read()) {
       char c = current();
       if (is_value_delimiter(c)) {
@@ -569,12 +620,25 @@ class ChunkParser {
   size_t file_size_;
   CtfChunk<T>& chunk_;
   // Index of the stream with alias `name`, or aliases_.size(). Streams are few: a linear scan beats hashing.
-  size_t find_stream(std::string_view name) const {
-    for (size_t i = 0; i < aliases_.size(); ++i) {
-      if (aliases_[i] == name) return i;
+  // Rows usually list the streams in the same order, so the search starts after the last one found.
+  size_t find_stream(std::string_view name) {
+    const size_t n = aliases_.size();
+    for (size_t k = 0, i = next_stream_guess_; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
+      const std::string& alias = aliases_[i];
+      if (alias.size() != name.size()) continue;
+      size_t j = 0;
+      while (j < name.size() && alias[j] == name[j]) ++j;  // aliases are short: no memcmp call
+      if (j == name.size()) {
+        next_stream_guess_ = i + 1 == n ? 0 : i + 1;
+        return i;
+      }
     }
-    return aliases_.size();
+    return n;
   }
+
+  size_t next_stream_guess_ = 0;
+  std::vector<size_t> dims_;   // per stream: values of a dense sample, or the sparse dimension
+  std::vector<bool> dense_;    // per stream
 
   std::vector<std::string> aliases_;
   size_t max_alias_length_ = 0;

@@ -1,0 +1,49 @@
+// Sequence transformers: per-sequence changes of one stream, applied between the randomizer and the packer
+// (CNTK's transforms: image crop, scale, colour jitter, ...).
+//
+// A deserializer whose streams need transforming also implements TransformProvider; the minibatch source
+// then routes every batch the randomizer delivers through the transformers of those streams. A
+// transformer sees the position `slot` of each sequence inside the batch of the current minibatch; CNTK
+// seeds its per-slot random engines with that position, so results depend only on the batch composition,
+// never on which thread runs a slot.
+//
+// Thread-safety: start_batch is called by one thread between batches; apply may then be called
+// concurrently for different slots of the same batch (never twice for one slot at the same time).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "cntkio/sequence.hpp"
+#include "cntkio/stream.hpp"
+
+namespace cntkio {
+
+class SequenceTransformer {
+ public:
+  virtual ~SequenceTransformer() = default;
+
+  /// The description of the stream after this transformer (shape empty when it varies per sequence).
+  virtual StreamInfo output_stream(const StreamInfo& input) const = 0;
+
+  /// Announces a batch of `batch_size` sequences (grows per-slot state such as random engines).
+  virtual void start_batch(size_t batch_size) = 0;
+
+  /// Transforms the item of the sequence at position `slot` of the current batch. The result may point into
+  /// memory the transformer allocates; it stores whatever keeps that memory alive in `owner`.
+  /// Throws cntkio errors (FormatError with the file and line of the failing item where known).
+  virtual SequenceData apply(const SequenceData& input, size_t slot, std::shared_ptr<const void>& owner) = 0;
+};
+
+using SequenceTransformerPtr = std::shared_ptr<SequenceTransformer>;
+
+/// Implemented by deserializers that come with transformers for their streams.
+class TransformProvider {
+ public:
+  virtual ~TransformProvider() = default;
+  /// One entry per stream of the deserializer, in stream order; null where a stream is not transformed.
+  virtual std::vector<SequenceTransformerPtr> transformers() const = 0;
+};
+
+}  // namespace cntkio

@@ -1,0 +1,75 @@
+// Where the images of a deserializer come from, and how they are decoded (spec image.md §3–§5).
+//
+// ImageSourceSet holds, per map line, the file path or zip entry of its image and decodes it on demand:
+// files with cv::imread (which applies EXIF orientation, as CNTK's OpenCV 3.1 did), zip entries and base64
+// data with cv::imdecode and IMREAD_IGNORE_ORIENTATION (CNTK's imdecode did not rotate).
+//
+// NativeImage is what an image deserializer's chunk hands out for its image stream (SequenceData::native):
+// either a source to decode or an already decoded image, plus the multiview copy id. Only the image
+// transformer reads it.
+//
+// Thread-safety: ImageSourceSet::decode may be called concurrently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <opencv2/core.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "formats/image/zip_archive.hpp"
+
+namespace cntkio::image {
+
+/// One map-file image reference.
+struct ImageSource {
+  std::string path_as_written;  ///< the map's path field (used in CNTK's messages)
+  std::string path;             ///< after `...` expansion: a file, or the archive of a zip entry
+  int archive = -1;             ///< index into ImageSourceSet::archives(), -1 for a plain file
+  ZipArchive::Entry entry;      ///< zip entry (archive >= 0)
+  uint64_t line = 0;            ///< 0-based map line
+};
+
+/// OpenCV decode flags: IMREAD_GRAYSCALE or IMREAD_COLOR, plus IMREAD_IGNORE_ORIENTATION for in-memory data.
+int decode_flags(bool grayscale, bool in_memory);
+
+/// Decodes in-memory image bytes (zip, base64); an empty Mat if OpenCV cannot.
+cv::Mat decode_bytes(const unsigned char* data, size_t size, bool grayscale);
+
+class ImageSourceSet {
+ public:
+  ImageSourceSet(std::string map_file, bool grayscale)
+      : map_file_(std::move(map_file)), grayscale_(grayscale) {}
+
+  const std::string& map_file() const { return map_file_; }
+  std::vector<ImageSource>& sources() { return sources_; }
+  const std::vector<ImageSource>& sources() const { return sources_; }
+  std::vector<std::unique_ptr<ZipArchive>>& archives() { return archives_; }
+
+  /// Decodes source `index`: 8-bit BGR (or gray), HWC. Throws FormatError "Cannot open file '<path>'"
+  /// located at its map line when the file is missing, unreadable or not an image.
+  cv::Mat decode(size_t index) const;
+
+ private:
+  std::string map_file_;
+  bool grayscale_;
+  std::vector<ImageSource> sources_;
+  std::vector<std::unique_ptr<ZipArchive>> archives_;
+};
+
+/// The item of an image stream (SequenceData::native).
+struct NativeImage {
+  const ImageSourceSet* sources = nullptr;  ///< decode sources->decode(index) ...
+  size_t index = 0;
+  cv::Mat decoded;       ///< ... or use this image (Base64), which must not be modified
+  uint32_t copy_id = 0;  ///< multiview view 0..9
+  uint64_t line = 0;     ///< 0-based map line, for messages
+};
+
+/// CNTK's DecodeBase64 (spec image.md §4.3): false if the length is not a multiple of 4. Characters outside
+/// the alphabet decode as 0 bits.
+bool decode_base64(std::string_view text, std::vector<unsigned char>& out);
+
+}  // namespace cntkio::image
