@@ -10,6 +10,7 @@
 #include "core/thread_pool.hpp"
 #include "pipeline/block_randomizer.hpp"
 #include "pipeline/bundler.hpp"
+#include "pipeline/htk_legacy.hpp"
 #include "pipeline/image_reader.hpp"
 #include "pipeline/no_randomizer.hpp"
 #include "pipeline/packer.hpp"
@@ -347,6 +348,7 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   context.keys = std::make_shared<KeyTable>(numeric_keys  ? KeyMode::kNumeric
                                             : hashed_keys ? KeyMode::kHashed
                                                           : KeyMode::kString);
+  context.max_errors = reader.get_uint("maxErrors", 0);
   for (Config& section : sections) {
     section.set("frameMode", frame_mode ? "true" : "false");
     section.set("precision", precision);
@@ -408,7 +410,10 @@ std::unique_ptr<MinibatchSource> MinibatchSource::from_config(const Config& read
                       reader.path() + ".readers");
   }
   if (reader.exists("deserializers")) return make_composite(reader);
-  return make_standalone(reader, reader.get_string("readerType", "Cntk.Deserializers.TextFormat"));
+  const std::string reader_type = reader.get_string("readerType", "Cntk.Deserializers.TextFormat");
+  // Flat HTK configs (readerType = HTKDeserializers / HTKMLFReader) are read as their composite form.
+  if (pipeline::is_htk_legacy_reader(reader_type)) return make_composite(pipeline::htk_legacy_to_composite(reader));
+  return make_standalone(reader, reader_type);
 }
 
 }  // namespace cntkio

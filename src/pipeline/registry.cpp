@@ -5,6 +5,7 @@
 
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
+#include "cntkio/htk.hpp"
 #include "cntkio/image.hpp"
 #include "core/text.hpp"
 
@@ -44,6 +45,23 @@ const std::vector<Registration>& registrations() {
          options.keys = context.keys;
          return make_image_deserializer(options);
        }},
+      {"HTKFeatureDeserializer",
+       {},  // the flat readerType = HTKDeserializers form is converted to a composite reader (htk_legacy.cpp)
+       [](const Config& section, const DeserializerContext& context) {
+         HtkFeatureOptions options = htk_feature_options_from_config(section);
+         options.keys = context.keys;
+         return make_htk_feature_deserializer(options);
+       },
+       true},
+      {"HTKMLFDeserializer",
+       {},
+       [](const Config& section, const DeserializerContext& context) {
+         MlfOptions options = mlf_options_from_config(section);
+         options.keys = context.keys;
+         options.max_errors = context.max_errors;
+         return make_mlf_deserializer(options);
+       },
+       true},
   };
   return kRegistrations;
 }

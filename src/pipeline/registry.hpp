@@ -14,6 +14,7 @@ namespace cntkio::pipeline {
 /// What every deserializer of one reader shares.
 struct DeserializerContext {
   KeyTablePtr keys = std::make_shared<KeyTable>();  ///< sequence key table (numeric by default)
+  size_t max_errors = 0;  ///< the reader's maxErrors, for deserializers that count skipped data against it
 };
 
 /// Creates the deserializer of composite type `type` (e.g. "CNTKTextFormatDeserializer") from its section.

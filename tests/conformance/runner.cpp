@@ -99,10 +99,16 @@ pipeline::DumpOptions dump_options(const json& c, const fs::path& root) {
     o.epoch_size = c["epochSize"].get<size_t>();
   }
   if (c["mbSize"].is_null() || c["epochs"].is_null()) {
-    throw std::runtime_error("case has no minibatch size or epoch count (it cannot be run from this folder)");
+    // An error case that CNTK only wraps around reader construction: build the reader, read nothing.
+    if (c["mode"] != "error" || c.value("errorStage", std::string()) != "construction") {
+      throw std::runtime_error("case has no minibatch size or epoch count (it cannot be run from this folder)");
+    }
+    o.minibatch_size = 1;
+    o.epochs = 0;
+  } else {
+    o.minibatch_size = c["mbSize"].get<size_t>();
+    o.epochs = c["epochs"].get<size_t>();
   }
-  o.minibatch_size = c["mbSize"].get<size_t>();
-  o.epochs = c["epochs"].get<size_t>();
   o.features = string_list(c["featureStreams"]);
   o.labels = string_list(c["labelStreams"]);
   o.subset = c["subsetNum"].is_null() ? 0 : c["subsetNum"].get<size_t>();

@@ -1,0 +1,139 @@
+// Options of the HTK feature and MLF deserializers from composite `deserializers` sections (spec htk.md
+// §2.2).
+#include <cerrno>
+#include <fstream>
+
+#include "cntkio/errors.hpp"
+#include "cntkio/htk.hpp"
+#include "core/text.hpp"
+
+namespace cntkio {
+namespace {
+
+// Only the first stream of `input` in CNTK's (case-insensitive alphabetical) order is used.
+std::pair<std::string, Config> first_input(const Config& section, const char* what) {
+  if (!section.exists_current("input")) {
+    throw ConfigError(std::string(what) + " section has no 'input' block describing its stream.",
+                      section.path() + ".input");
+  }
+  Config input = section.get_block("input");
+  std::vector<std::string> names = input.keys();
+  if (names.empty()) {
+    throw ConfigError(std::string(what) + " section's 'input' block names no stream.", input.path());
+  }
+  return {names.front(), input.get_block(names.front())};
+}
+
+ElementType element_type_of(const Config& section) {
+  // CNTK: any precision other than case-insensitive "float" selects double.
+  return core::iequals(section.get_string("precision", "float"), "float") ? ElementType::kFloat
+                                                                          : ElementType::kDouble;
+}
+
+int trace_level_of(const Config& section) {
+  return static_cast<int>(section.get_uint("traceLevel", 1));
+}
+
+// An error whose text is CNTK's (compared by conformance cases), located at the config text of `key`.
+FormatError config_text_error(const std::string& cntk_text, const Config& scope, std::string_view key,
+                              const std::string& stream) {
+  SourceLocation where = scope.location(key);
+  where.stream = stream;
+  return FormatError(cntk_text, where);
+}
+
+std::vector<std::string> read_list_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError("error opening file", path, errno);
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace
+
+HtkFeatureOptions htk_feature_options_from_config(const Config& section) {
+  HtkFeatureOptions o;
+  auto [name, stream] = first_input(section, "The HTKFeatureDeserializer");
+  o.name = name;
+  o.frame_mode = section.get_bool("frameMode", true);
+  o.element_type = element_type_of(section);
+  o.trace_level = trace_level_of(section);
+  o.scp_file = stream.get_string("scpFile");
+  if (!stream.exists("dim")) {
+    throw ConfigError("Features must specify dimension: 'dim' property is missing.", stream.path() + ".dim");
+  }
+  o.dim = stream.get_uint("dim");
+  if (stream.exists("contextWindow")) {
+    std::vector<std::string> values = stream.get_array("contextWindow");
+    const std::string key = stream.path() + ".contextWindow";
+    if (values.size() == 1) {
+      const int64_t w = Config::to_int(values[0], key);
+      if (w < 0 || w % 2 == 0) {
+        throw config_text_error(
+            "Neighbor expansion of input features to " + std::to_string(w) + " is not symmetrical.", stream,
+            "contextWindow", name);
+      }
+      o.left_context = o.right_context = static_cast<size_t>(w / 2);
+    } else if (values.size() == 2) {
+      o.left_context = Config::to_uint(values[0], key);
+      o.right_context = Config::to_uint(values[1], key);
+    } else {
+      throw config_text_error(
+          "contextWindow must have 1 or 2 values specified, found " + std::to_string(values.size()) + ".",
+          stream, "contextWindow", name);
+    }
+  }
+  o.prefix_path_in_scp = stream.get_string("prefixPathInSCP", "");
+  o.expand_to_utterance = stream.get_bool("expandToUtterance", false);
+  // CNTK reads these two at the `input` level (and its parents), not in the stream record.
+  Config input = section.get_block("input");
+  o.max_sequence_size = input.get_uint("maxSequenceSize", o.max_sequence_size);
+  o.defines_mb_size = input.get_bool("definesMBSize", false);
+  return o;
+}
+
+MlfOptions mlf_options_from_config(const Config& section) {
+  MlfOptions o;
+  auto [name, stream] = first_input(section, "The HTKMLFDeserializer");
+  o.name = name;
+  o.frame_mode = section.get_bool("frameMode", true);
+  o.element_type = element_type_of(section);
+  o.trace_level = trace_level_of(section);
+  o.chunk_size_in_bytes = section.get_uint("chunkSizeInBytes", o.chunk_size_in_bytes);
+  if (stream.exists("labelDim")) {
+    o.label_dim = stream.get_uint("labelDim");
+  } else if (stream.exists("dim")) {
+    o.label_dim = stream.get_uint("dim");
+  } else {
+    throw ConfigError("Labels must specify dimension: 'dim/labelDim' property is missing.",
+                      stream.path() + ".labelDim");
+  }
+  o.label_mapping_file = stream.get_string("labelMappingFile", "");
+  if (stream.exists_current("mlfFile")) {
+    o.mlf_files.push_back(stream.get_string("mlfFile"));
+  } else if (stream.exists_current("mlfFileList")) {
+    const std::string list = stream.get_string("mlfFileList");
+    // A value with ':' is a config array of paths (CNTK quirk: so is a Windows path "C:\...").
+    o.mlf_files =
+        list.find(':') != std::string::npos ? stream.get_array("mlfFileList") : read_list_file(list);
+    if (o.mlf_files.empty()) {
+      throw ConfigError("HTKMLFDeserializer: No mlf files were specified", stream.path() + ".mlfFileList");
+    }
+  } else {
+    throw ConfigError("Either mlfFile or mlfFileList must exist in the reader configuration.",
+                      stream.path() + ".mlfFile");
+  }
+  o.phone_boundaries = stream.get_bool("phoneBoundaries", false);
+  if (o.frame_mode && o.phone_boundaries) {
+    throw config_text_error("frameMode and phoneBoundaries are mutually exclusive options.", stream,
+                            "phoneBoundaries", name);
+  }
+  return o;
+}
+
+}  // namespace cntkio

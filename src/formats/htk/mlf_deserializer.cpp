@@ -1,0 +1,384 @@
+// HTKMLFDeserializer: frame labels from HTK MLF files, joined to features by key (spec htk.md §9, §10).
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "cntkio/errors.hpp"
+#include "cntkio/htk.hpp"
+#include "core/logger.hpp"
+#include "core/mapped_file.hpp"
+#include "formats/htk/mlf.hpp"
+
+namespace cntkio {
+namespace {
+
+// The lookup of a frame past the end of its utterance's labels (frame mode) points here.
+constexpr uint32_t kBeyondLabels = 0xFFFFFFFFu;
+
+struct MlfUtterance {
+  uint64_t id = 0;
+  uint32_t file = 0;
+  uint64_t begin = 0;  // byte range of the utterance's text
+  uint64_t end = 0;
+  uint32_t frames = 0;
+  uint64_t key_line = 0;
+  uint32_t chunk = 0;
+  uint32_t index_in_chunk = 0;
+  uint32_t first_frame_in_chunk = 0;
+};
+
+struct MlfChunkDescription {
+  uint32_t first_utterance = 0;
+  uint32_t num_utterances = 0;
+  uint64_t frames = 0;
+};
+
+// A parsed label chunk: per frame one class id with value 1 (2 on phone starts), frames in chunk order.
+class MlfChunk final : public Chunk {
+ public:
+  MlfChunk(bool frame_mode, std::vector<int32_t> classes, std::vector<float> floats,
+           std::vector<double> doubles, std::vector<uint32_t> first_frames, std::vector<uint32_t> lengths,
+           std::vector<uint8_t> valid)
+      : frame_mode_(frame_mode),
+        classes_(std::move(classes)),
+        floats_(std::move(floats)),
+        doubles_(std::move(doubles)),
+        ones_(classes_.size(), 1),
+        first_frames_(std::move(first_frames)),
+        lengths_(std::move(lengths)),
+        valid_(std::move(valid)) {}
+
+  void get_sequence(uint32_t index, std::vector<SequenceData>& out) const override {
+    SequenceData data;
+    if (frame_mode_) {
+      if (index >= classes_.size()) {
+        data.valid = false;  // a feature frame beyond its labels (counted against maxErrors)
+      } else {
+        const auto it = std::upper_bound(first_frames_.begin(), first_frames_.end(), index);
+        const size_t utterance = static_cast<size_t>(it - first_frames_.begin()) - 1;
+        fill(data, index, 1, valid_[utterance] != 0);
+      }
+    } else {
+      fill(data, first_frames_.at(index), lengths_[index], valid_[index] != 0);
+    }
+    out.push_back(data);
+  }
+
+ private:
+  void fill(SequenceData& data, uint32_t first, uint32_t count, bool valid) const {
+    if (!valid) {
+      data.valid = false;
+      return;
+    }
+    data.number_of_samples = count;
+    data.values = floats_.empty() ? static_cast<const void*>(doubles_.data() + first)
+                                  : static_cast<const void*>(floats_.data() + first);
+    data.indices = classes_.data() + first;
+    data.nnz_counts = ones_.data() + first;
+    data.total_nnz = count;
+  }
+
+  bool frame_mode_;
+  std::vector<int32_t> classes_;
+  std::vector<float> floats_;
+  std::vector<double> doubles_;
+  std::vector<uint32_t> ones_;
+  std::vector<uint32_t> first_frames_;
+  std::vector<uint32_t> lengths_;
+  std::vector<uint8_t> valid_;
+};
+
+class MlfDeserializer final : public Deserializer {
+ public:
+  explicit MlfDeserializer(const MlfOptions& options)
+      : options_(options),
+        logger_(options.trace_level,
+                options.log_sink ? core::Logger::Sink([sink = options.log_sink](core::LogLevel level,
+                                                                                std::string_view line) {
+                  sink(static_cast<int>(level), line);
+                })
+                                 : core::Logger::Sink()) {
+    if (!options_.keys) options_.keys = std::make_shared<KeyTable>(KeyMode::kString);
+    if (options_.name.empty()) throw ConfigError("An MLF label stream needs a name.", "input");
+    if (options_.label_dim == 0) {
+      throw ConfigError("Labels must specify dimension: 'dim/labelDim' property is missing.",
+                        "input." + options_.name + ".labelDim");
+    }
+    if (options_.label_dim > 0xFFFF) {
+      throw ConfigError("Label dimension " + std::to_string(options_.label_dim) + " of stream '" +
+                            options_.name + "' exceeds the maximum of 65535 classes.",
+                        "input." + options_.name + ".labelDim");
+    }
+    if (options_.mlf_files.empty()) {
+      throw ConfigError("HTKMLFDeserializer: No mlf files were specified",
+                        "input." + options_.name + ".mlfFile");
+    }
+    if (options_.phone_boundaries && options_.frame_mode) {
+      throw ConfigError("frameMode and phoneBoundaries are mutually exclusive options.",
+                        "input." + options_.name + ".phoneBoundaries");
+    }
+    if (options_.chunk_size_in_bytes == 0) {
+      throw ConfigError("chunkSizeInBytes must be greater than 0.", "chunkSizeInBytes");
+    }
+    if (!options_.label_mapping_file.empty()) {
+      states_ = htk::StateTable::read(options_.label_mapping_file);
+      logger_.log(core::LogLevel::kInfo, "Total (" + std::to_string(states_.size()) +
+                                             ") state names in state list '" + options_.label_mapping_file +
+                                             "'");
+    }
+    for (const std::string& path : options_.mlf_files) index_file(path);
+    by_id_.reserve(utterances_.size());
+    for (uint32_t i = 0; i < utterances_.size(); ++i) by_id_.emplace_back(utterances_[i].id, i);
+    // Stable: of duplicate keys the first in file order is found (CNTK: unspecified).
+    std::stable_sort(by_id_.begin(), by_id_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    uint64_t frames = 0;
+    for (const MlfUtterance& u : utterances_) frames += u.frames;
+    logger_.log(core::LogLevel::kInfo, "MLF Deserializer: '" + std::to_string(utterances_.size()) +
+                                           "' utterances with '" + std::to_string(frames) + "' frames");
+
+    StreamInfo info;
+    info.id = 0;
+    info.name = options_.name;
+    info.alias = options_.name;
+    info.storage = StorageFormat::kSparseCsc;
+    info.element_type = options_.element_type;
+    info.sample_shape = {options_.label_dim};
+    streams_.push_back(std::move(info));
+  }
+
+  const std::vector<StreamInfo>& streams() const override { return streams_; }
+
+  std::vector<ChunkInfo> chunk_infos() const override { throw_not_primary(); }
+
+  void sequence_infos_for_chunk(uint32_t, std::vector<SequenceInfo>&) const override { throw_not_primary(); }
+
+  std::optional<SequenceInfo> sequence_info_by_key(const SequenceKey& key) const override {
+    auto it =
+        std::lower_bound(by_id_.begin(), by_id_.end(), key.sequence,
+                         [](const std::pair<uint64_t, uint32_t>& e, uint64_t id) { return e.first < id; });
+    if (it == by_id_.end() || it->first != key.sequence) return std::nullopt;
+    const MlfUtterance& utt = utterances_[it->second];
+    if (!options_.frame_mode) {
+      return SequenceInfo{utt.index_in_chunk, utt.frames, utt.chunk, SequenceKey{utt.id, 0}};
+    }
+    if (key.sample >= utt.frames) {
+      // CNTK reads the labels of the following utterance here (out of bounds at the chunk end); cntkio
+      // remembers the utterance and makes these frames invalid (see load_chunk).
+      std::lock_guard<std::mutex> lock(beyond_mutex_);
+      uint32_t& requested = beyond_labels_[it->second];
+      requested = std::max(requested, key.sample + 1);
+      return SequenceInfo{kBeyondLabels, 1, utt.chunk, key};
+    }
+    return SequenceInfo{utt.first_frame_in_chunk + key.sample, 1, utt.chunk, key};
+  }
+
+  ChunkPtr load_chunk(uint32_t chunk_id) override {
+    if (chunk_id >= chunks_.size()) {
+      throw UsageError("MLF stream '" + options_.name + "' has " + std::to_string(chunks_.size()) +
+                       " chunks; chunk " + std::to_string(chunk_id) + " does not exist.");
+    }
+    check_frames_beyond_labels(chunk_id);
+    const MlfChunkDescription& chunk = chunks_[chunk_id];
+    const size_t frames = static_cast<size_t>(chunk.frames);
+    std::vector<int32_t> classes(frames, 0);
+    std::vector<float> values(frames, 1.0f);
+    std::vector<uint32_t> first_frames(chunk.num_utterances);
+    std::vector<uint32_t> lengths(chunk.num_utterances);
+    std::vector<uint8_t> valid(chunk.num_utterances, 1);
+    for (uint32_t u = 0; u < chunk.num_utterances; ++u) {
+      const MlfUtterance& utt = utterances_[chunk.first_utterance + u];
+      first_frames[u] = utt.first_frame_in_chunk;
+      lengths[u] = utt.frames;
+      valid[u] = parse_utterance(utt, classes.data() + utt.first_frame_in_chunk,
+                                 values.data() + utt.first_frame_in_chunk)
+                     ? 1
+                     : 0;
+    }
+    std::vector<double> doubles;
+    if (options_.element_type == ElementType::kDouble) {
+      doubles.assign(values.begin(), values.end());
+      values.clear();
+    }
+    return std::make_shared<MlfChunk>(options_.frame_mode, std::move(classes), std::move(values),
+                                      std::move(doubles), std::move(first_frames), std::move(lengths),
+                                      std::move(valid));
+  }
+
+  std::string key_to_string(const SequenceKey& key) const override {
+    return options_.keys->key_of(key.sequence);
+  }
+
+  MlfSummary summary() const {
+    MlfSummary s;
+    s.utterances = utterances_.size();
+    for (const MlfUtterance& u : utterances_) s.frames += u.frames;
+    s.chunks = chunks_.size();
+    s.states = states_.size();
+    return s;
+  }
+
+ private:
+  [[noreturn]] void throw_not_primary() const {
+    throw ConfigError(
+        "MLFDeserializer currently does not support primary mode. Put an HTKFeatureDeserializer first in "
+        "'deserializers'.",
+        "deserializers");
+  }
+
+  SourceLocation utterance_location(const MlfUtterance& utt) const {
+    SourceLocation where;
+    where.file = options_.mlf_files[utt.file];
+    where.line = utt.key_line;
+    where.byte_offset = utt.begin;
+    where.stream = options_.name;
+    where.sequence_key = options_.keys->key_of(utt.id);
+    return where;
+  }
+
+  // Feature frames past the end of their labels (frame mode): an error, or with maxErrors > 0 invalid
+  // frames that the cleaner drops and counts.
+  void check_frames_beyond_labels(uint32_t chunk_id) const {
+    std::lock_guard<std::mutex> lock(beyond_mutex_);
+    for (const auto& [index, requested] : beyond_labels_) {
+      const MlfUtterance& utt = utterances_[index];
+      if (utt.chunk != chunk_id) continue;
+      const std::string text =
+          "Utterance '" + options_.keys->key_of(utt.id) + "' has " + std::to_string(requested) +
+          " feature frames but only " + std::to_string(utt.frames) +
+          " label frames; in frame mode the feature frames beyond the labels have no label";
+      if (options_.max_errors == 0) {
+        throw FormatError(text + " (raise maxErrors to skip them as invalid sequences).",
+                          utterance_location(utt));
+      }
+      if (warned_.insert(index).second) {
+        logger_.log(core::LogLevel::kWarning, "WARNING: " + text + "; skipping those " +
+                                                  std::to_string(requested - utt.frames) + " frame(s) " +
+                                                  utterance_location(utt).describe());
+      }
+    }
+  }
+
+  void index_file(const std::string& path) {
+    const auto file_index = static_cast<uint32_t>(files_.size());
+    files_.push_back(std::make_unique<core::MappedFile>(path));
+    const core::MappedFile& file = *files_.back();
+    std::vector<htk::MlfIndexEntry> entries = htk::index_mlf(
+        file.view(), path, [this](const std::string& line) { logger_.log(core::LogLevel::kWarning, line); });
+    bool new_chunk = true;
+    uint64_t chunk_begin = 0;
+    for (htk::MlfIndexEntry& e : entries) {
+      if (!new_chunk && e.end - chunk_begin > options_.chunk_size_in_bytes) new_chunk = true;
+      if (new_chunk) {
+        chunks_.push_back(MlfChunkDescription{static_cast<uint32_t>(utterances_.size()), 0, 0});
+        chunk_begin = e.begin;
+        new_chunk = false;
+      }
+      MlfChunkDescription& c = chunks_.back();
+      if (e.frames > 0xFFFFFFFFull || c.frames + e.frames > 0xFFFFFFFFull) {
+        SourceLocation where;
+        where.file = path;
+        where.line = e.key_line;
+        where.sequence_key = e.key;
+        throw FormatError(
+            "MLF utterance '" + e.key + "' has too many frames (" + std::to_string(e.frames) + ").", where);
+      }
+      MlfUtterance u;
+      u.id = options_.keys->id_of(e.key);
+      u.file = file_index;
+      u.begin = e.begin;
+      u.end = e.end;
+      u.frames = static_cast<uint32_t>(e.frames);
+      u.key_line = e.key_line;
+      u.chunk = static_cast<uint32_t>(chunks_.size() - 1);
+      u.index_in_chunk = c.num_utterances++;
+      u.first_frame_in_chunk = static_cast<uint32_t>(c.frames);
+      c.frames += e.frames;
+      utterances_.push_back(u);
+    }
+  }
+
+  // Fills the utterance's frames; false (with a warning) if it is invalid (spec §9.6).
+  bool parse_utterance(const MlfUtterance& utt, int32_t* classes, float* values) const {
+    const core::MappedFile& file = *files_[utt.file];
+    const std::string& path = options_.mlf_files[utt.file];
+    const std::string_view text = file.view().substr(utt.begin, utt.end - utt.begin);
+    // Lines split on CR and LF, empty ones removed; the first is the key, the last the "." line.
+    std::vector<std::pair<std::string_view, uint64_t>> lines;
+    size_t pos = 0;
+    while (pos <= text.size()) {
+      size_t end = text.find_first_of("\r\n", pos);
+      if (end == std::string_view::npos) end = text.size();
+      if (end > pos) lines.emplace_back(text.substr(pos, end - pos), utt.begin + pos);
+      pos = end + 1;
+    }
+    const std::string key = options_.keys->key_of(utt.id);
+    const std::string_view key_line = lines.empty() ? std::string_view() : lines.front().first;
+    if (key_line.size() < 3 || key_line.front() != '"' || key_line.back() != '"') {
+      logger_.log(core::LogLevel::kWarning, "WARNING: skipping sequence entry '" + std::string(key_line) +
+                                                "' due to it being too short or not quoted");
+      return false;
+    }
+    if (lines.size() < 3) {
+      logger_.log(core::LogLevel::kWarning, "WARNING: sequence entry (" + key + ") is empty");
+      return false;
+    }
+    uint64_t expected_first = 0;
+    for (size_t i = 1; i + 1 < lines.size(); ++i) {
+      const htk::FrameRange range =
+          htk::parse_label_line(lines[i].first, lines[i].second, path, states_.empty() ? nullptr : &states_);
+      if (range.class_id >= options_.label_dim) {
+        SourceLocation where;
+        where.file = path;
+        where.byte_offset = lines[i].second;
+        where.stream = options_.name;
+        where.sequence_key = key;
+        throw FormatError("Class id '" + std::to_string(range.class_id) +
+                              "d' exceeds the model output dimension '" + std::to_string(options_.label_dim) +
+                              "'.",
+                          where);
+      }
+      if (range.first != expected_first) {
+        logger_.log(
+            core::LogLevel::kWarning,
+            i == 1 ? "WARNING: Invalid first frame in utterance '" + key + "'"
+                   : "WARNING: Labels are not in the consecutive order MLF in label set for utterance '" +
+                         key + "'");
+        return false;
+      }
+      expected_first = static_cast<uint64_t>(range.first) + range.count;
+      if (expected_first > utt.frames) return false;  // cannot happen: the index ends at the last range
+      std::fill(classes + range.first, classes + range.first + range.count,
+                static_cast<int32_t>(range.class_id));
+      if (options_.phone_boundaries && range.first < utt.frames) values[range.first] = 2.0f;
+    }
+    return true;
+  }
+
+  MlfOptions options_;
+  core::Logger logger_;
+  std::vector<StreamInfo> streams_;
+  htk::StateTable states_;
+  std::vector<std::unique_ptr<core::MappedFile>> files_;
+  std::vector<MlfUtterance> utterances_;
+  std::vector<MlfChunkDescription> chunks_;
+  std::vector<std::pair<uint64_t, uint32_t>> by_id_;  // (key id, utterance), sorted by id
+  mutable std::mutex beyond_mutex_;
+  mutable std::unordered_map<uint32_t, uint32_t> beyond_labels_;  // utterance -> feature frames asked for
+  mutable std::set<uint32_t> warned_;
+};
+
+}  // namespace
+
+std::shared_ptr<Deserializer> make_mlf_deserializer(const MlfOptions& options) {
+  return std::make_shared<MlfDeserializer>(options);
+}
+
+MlfSummary mlf_summary(const Deserializer& deserializer) {
+  const auto* mlf = dynamic_cast<const MlfDeserializer*>(&deserializer);
+  if (mlf == nullptr) throw UsageError("mlf_summary: not an MLF deserializer");
+  return mlf->summary();
+}
+
+}  // namespace cntkio

@@ -1,0 +1,125 @@
+#include "formats/htk/scp.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <fstream>
+
+#include "cntkio/errors.hpp"
+
+namespace cntkio::htk {
+namespace {
+
+SourceLocation at(const std::string& file, uint64_t line) {
+  SourceLocation where;
+  where.file = file;
+  where.line = line;
+  return where;
+}
+
+// C's atoi: leading white space, an optional sign, digits; stops at the first other character. The result
+// is converted as `(int) strtol(...)` is on LP64 glibc (saturating to long, then truncated to int).
+int32_t c_atoi(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  bool negative = false;
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) negative = text[i++] == '-';
+  const unsigned long long cap = static_cast<unsigned long long>(LONG_MAX) + 1;
+  unsigned long long magnitude = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    const unsigned digit = static_cast<unsigned>(text[i] - '0');
+    magnitude = magnitude > cap / 10 ? cap : std::min(cap, magnitude * 10 + digit);
+  }
+  long value;
+  if (negative) {
+    value = magnitude >= cap ? LONG_MIN : -static_cast<long>(magnitude);
+  } else {
+    value = magnitude >= cap ? LONG_MAX : static_cast<long>(magnitude);
+  }
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<unsigned long>(value)));
+}
+
+}  // namespace
+
+std::string scp_directory(std::string_view scp_path) {
+  const size_t slash = scp_path.find_last_of("/\\");
+  if (slash == std::string_view::npos || slash + 1 == scp_path.size()) return {};
+  return std::string(scp_path.substr(0, slash));
+}
+
+std::string adjust_scp_line(std::string_view line, std::string_view prefix, std::string_view scp_dir) {
+  std::string root(prefix);
+  for (char& c : root) {
+    if (c == '\\') c = '/';
+  }
+  while (!root.empty() && root.back() == '/') root.pop_back();
+  if (!root.empty()) root.push_back('/');
+
+  std::string out(line);
+  if (!root.empty()) {
+    const size_t eq = out.find('=');
+    if (eq != std::string::npos) {
+      out.insert(eq + 1, root);
+    } else {
+      out.insert(0, root);
+    }
+    return out;
+  }
+  const size_t dots = out.find("...");
+  if (dots != std::string::npos) out.replace(dots, 3, scp_dir);
+  return out;
+}
+
+ScpEntry parse_scp_line(std::string_view line, const std::string& scp_path, uint64_t line_number) {
+  const std::string no_range =
+      "parsedpath: this mode requires an input script with start and end frames given";
+  auto malformed = [&] {
+    return FormatError("parsedpath: malformed path '" + std::string(line) + "'", at(scp_path, line_number));
+  };
+  const size_t eq = line.find('=');
+  if (eq == std::string_view::npos) throw FormatError(no_range, at(scp_path, line_number));
+  const size_t open = line.find('[', eq + 1);
+  if (open == std::string_view::npos) throw FormatError(no_range, at(scp_path, line_number));
+  const size_t comma = line.find(',', open + 1);
+  if (comma == std::string_view::npos) throw malformed();
+  const size_t close = line.find(']', comma + 1);
+  std::string_view end_text =
+      line.substr(comma + 1, close == std::string_view::npos ? std::string_view::npos : close - comma - 1);
+  // Anything after ']' but a CR is an error; a missing ']' is accepted (CNTK quirk).
+  if (close != std::string_view::npos && close + 1 < line.size() && line[close + 1] != '\r')
+    throw malformed();
+
+  ScpEntry entry;
+  entry.line = line_number;
+  const std::string_view logical = line.substr(0, eq);
+  const size_t dot = logical.find_last_of('.');
+  entry.key = std::string(dot == std::string_view::npos ? logical : logical.substr(0, dot));
+  entry.physical = std::string(line.substr(eq + 1, open - eq - 1));
+  entry.first = static_cast<uint32_t>(c_atoi(line.substr(open + 1, comma - open - 1)));
+  entry.last = static_cast<uint32_t>(c_atoi(end_text));
+  if (entry.first > entry.last) {
+    throw FormatError("open: start frame " + std::to_string(static_cast<int32_t>(entry.first)) +
+                          " > end frame " + std::to_string(static_cast<int32_t>(entry.last)) + " in '" +
+                          entry.physical + "'",
+                      at(scp_path, line_number));
+  }
+  return entry;
+}
+
+std::vector<ScpEntry> read_scp_file(const std::string& scp_path, std::string_view prefix_path) {
+  std::ifstream in(scp_path, std::ios::binary);
+  if (!in) throw IoError("Failed to open input file", scp_path, errno);
+  const std::string dir = scp_directory(scp_path);
+  std::vector<ScpEntry> entries;
+  std::string line;
+  uint64_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    entries.push_back(parse_scp_line(adjust_scp_line(line, prefix_path, dir), scp_path, number));
+  }
+  if (in.bad()) throw IoError("An error occurred while reading input file", scp_path, errno);
+  return entries;
+}
+
+}  // namespace cntkio::htk
