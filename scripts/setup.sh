@@ -9,7 +9,7 @@ packages=(
   libfast-float-dev libcli11-dev nlohmann-json3-dev
   clang-format python3
   openmpi-bin libopenmpi-dev
-  libopencv-dev libzip-dev libboost-dev
+  libopencv-dev libzip-dev libboost-dev libturbojpeg0-dev
 )
 
 missing=()

@@ -1,12 +1,131 @@
 #include "formats/image/image_source.hpp"
 
-#include <unistd.h>
+#include <turbojpeg.h>
 
+#include <cstdio>
+#include <cstring>
 #include <opencv2/imgcodecs.hpp>
 
 #include "cntkio/errors.hpp"
 
 namespace cntkio::image {
+namespace {
+
+// A libjpeg-turbo decompressor per thread (handles are not thread-safe).
+class TurboHandle {
+ public:
+  TurboHandle() : handle_(tjInitDecompress()) {}
+  ~TurboHandle() {
+    if (handle_ != nullptr) tjDestroy(handle_);
+  }
+  TurboHandle(const TurboHandle&) = delete;
+  TurboHandle& operator=(const TurboHandle&) = delete;
+  tjhandle get() const { return handle_; }
+
+ private:
+  tjhandle handle_;
+};
+
+uint32_t read_tiff(const unsigned char* p, size_t bytes, bool little_endian) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < bytes; ++i) {
+    v |= static_cast<uint32_t>(p[little_endian ? i : bytes - 1 - i]) << (8 * i);
+  }
+  return v;
+}
+
+// The orientation tag of an EXIF TIFF block: 1..8, 1 if absent, 0 if the block cannot be read.
+int exif_orientation(const unsigned char* tiff, size_t n) {
+  if (n < 8) return 0;
+  bool little = false;
+  if (tiff[0] == 'I' && tiff[1] == 'I') {
+    little = true;
+  } else if (!(tiff[0] == 'M' && tiff[1] == 'M')) {
+    return 0;
+  }
+  if (read_tiff(tiff + 2, 2, little) != 42) return 0;
+  const size_t ifd = read_tiff(tiff + 4, 4, little);
+  if (ifd + 2 > n) return 0;
+  const size_t count = read_tiff(tiff + ifd, 2, little);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t entry = ifd + 2 + 12 * i;
+    if (entry + 12 > n) return 0;
+    if (read_tiff(tiff + entry, 2, little) != 0x0112) continue;
+    if (read_tiff(tiff + entry + 2, 2, little) != 3 || read_tiff(tiff + entry + 4, 4, little) != 1) return 0;
+    const uint32_t v = read_tiff(tiff + entry + 8, 2, little);
+    return v >= 1 && v <= 8 ? static_cast<int>(v) : 0;
+  }
+  return 1;
+}
+
+// The EXIF orientation of a JPEG file: 1 if it has none, 0 if it cannot be told for sure.
+int jpeg_orientation(const unsigned char* d, size_t n) {
+  if (n < 4 || d[0] != 0xFF || d[1] != 0xD8) return 0;
+  size_t p = 2;
+  while (p + 4 <= n) {
+    if (d[p] != 0xFF) return 0;
+    const unsigned char marker = d[p + 1];
+    if (marker == 0xFF) {
+      ++p;
+      continue;
+    }
+    if (marker == 0xDA || marker == 0xD9) return 1;  // start of scan: no EXIF before it
+    if ((marker >= 0xD0 && marker <= 0xD7) || marker == 0x01) {
+      p += 2;
+      continue;
+    }
+    const size_t length = static_cast<size_t>(d[p + 2]) << 8 | d[p + 3];
+    if (length < 2 || p + 2 + length > n) return 0;
+    if (marker == 0xE1 && length >= 8 && std::memcmp(d + p + 4, "Exif\0\0", 6) == 0) {
+      return exif_orientation(d + p + 10, length - 8);
+    }
+    p += 2 + length;
+  }
+  return 0;
+}
+
+// libjpeg-turbo straight to BGR (or gray) with the accurate integer DCT and fancy upsampling: the same
+// library and settings as OpenCV's imread, without OpenCV's scalar RGB-to-BGR pass (spec image.md §15).
+// Only YCbCr and gray JPEGs that decode without even a warning are taken.
+bool turbo_decode(const unsigned char* data, size_t size, bool grayscale, cv::Mat& out) {
+  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) return false;
+  thread_local TurboHandle handle;
+  if (handle.get() == nullptr) return false;
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  auto* bytes = const_cast<unsigned char*>(data);
+  if (tjDecompressHeader3(handle.get(), bytes, static_cast<unsigned long>(size), &width, &height,
+                          &subsampling, &colorspace) != 0) {
+    return false;
+  }
+  if ((colorspace != TJCS_YCbCr && colorspace != TJCS_GRAY) || width <= 0 || height <= 0) return false;
+  out.create(height, width, grayscale ? CV_8UC1 : CV_8UC3);
+  if (tjDecompress2(handle.get(), bytes, static_cast<unsigned long>(size), out.data, width, 0, height,
+                    grayscale ? TJPF_GRAY : TJPF_BGR, 0) != 0) {
+    out.release();
+    return false;
+  }
+  return true;
+}
+
+bool read_whole_file(const std::string& path, std::vector<unsigned char>& bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  bytes.clear();
+  unsigned char buffer[1 << 16];
+  size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.insert(bytes.end(), buffer, buffer + got);
+  const bool ok = std::ferror(f) == 0;
+  std::fclose(f);
+  return ok;
+}
+
+}  // namespace
+
+bool decode_jpeg_fast(const unsigned char* data, size_t size, bool grayscale, bool apply_orientation,
+                      cv::Mat& out) {
+  if (apply_orientation && jpeg_orientation(data, size) != 1) return false;
+  return turbo_decode(data, size, grayscale, out);
+}
 
 int decode_flags(bool grayscale, bool in_memory) {
   int flags = grayscale ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR;
@@ -16,6 +135,8 @@ int decode_flags(bool grayscale, bool in_memory) {
 
 cv::Mat decode_bytes(const unsigned char* data, size_t size, bool grayscale) {
   if (size == 0) return {};
+  cv::Mat fast;
+  if (decode_jpeg_fast(data, size, grayscale, false, fast)) return fast;
   const cv::Mat buffer(1, static_cast<int>(size), CV_8UC1, const_cast<unsigned char*>(data));
   try {
     return cv::imdecode(buffer, decode_flags(grayscale, true));
@@ -30,8 +151,12 @@ cv::Mat ImageSourceSet::decode(size_t index) const {
   try {
     if (source.archive < 0) {
       // (checked first so that OpenCV does not log its own warning for a missing file)
-      if (::access(source.path.c_str(), R_OK) == 0)
+      std::vector<unsigned char> bytes;
+      // (a file that cannot be read is not handed to OpenCV, which would log its own warning)
+      if (read_whole_file(source.path, bytes) &&
+          !decode_jpeg_fast(bytes.data(), bytes.size(), grayscale_, true, image)) {
         image = cv::imread(source.path, decode_flags(grayscale_, false));
+      }
     } else {
       std::vector<unsigned char> bytes = archives_[static_cast<size_t>(source.archive)]->read(source.entry);
       image = decode_bytes(bytes.data(), bytes.size(), grayscale_);

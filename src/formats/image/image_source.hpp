@@ -4,6 +4,9 @@
 // files with cv::imread (which applies EXIF orientation, as CNTK's OpenCV 3.1 did), zip entries and base64
 // data with cv::imdecode and IMREAD_IGNORE_ORIENTATION (CNTK's imdecode did not rotate).
 //
+// YCbCr and gray JPEGs go through libjpeg-turbo directly where that gives OpenCV's pixels exactly (it skips
+// OpenCV's own colour-order pass); everything else goes to OpenCV.
+//
 // NativeImage is what an image deserializer's chunk hands out for its image stream (SequenceData::native):
 // either a source to decode or an already decoded image, plus the multiview copy id. Only the image
 // transformer reads it.
@@ -34,6 +37,12 @@ struct ImageSource {
 
 /// OpenCV decode flags: IMREAD_GRAYSCALE or IMREAD_COLOR, plus IMREAD_IGNORE_ORIENTATION for in-memory data.
 int decode_flags(bool grayscale, bool in_memory);
+
+/// Decodes a YCbCr or gray JPEG with libjpeg-turbo directly to BGR/gray, pixel for pixel what OpenCV's
+/// decoder gives. With `apply_orientation` (files: imread rotates by EXIF) only JPEGs whose EXIF orientation
+/// is known to be 1 are taken. False (and nothing decoded) where OpenCV must decide.
+bool decode_jpeg_fast(const unsigned char* data, size_t size, bool grayscale, bool apply_orientation,
+                      cv::Mat& out);
 
 /// Decodes in-memory image bytes (zip, base64); an empty Mat if OpenCV cannot.
 cv::Mat decode_bytes(const unsigned char* data, size_t size, bool grayscale);
