@@ -1,0 +1,539 @@
+"""The cntk.io surface: deserializer definitions, MinibatchSource and MinibatchData.
+
+A MinibatchSource built from deserializer objects is turned into the equivalent CNTK reader configuration
+(spec pipeline.md §1.3, CNTK's own translation of MinibatchSourceConfig) and read by cntkio's C++ pipeline, so
+Python and C++ read the same sequences in the same order.
+"""
+
+import enum
+import json
+import math
+
+import numpy as np
+
+from . import _core
+
+INFINITELY_REPEAT = _core.INFINITELY_REPEAT
+"""Read forever (the default of ``max_samples`` and ``max_sweeps``)."""
+FULL_DATA_SWEEP = _core.FULL_DATA_SWEEP
+"""``max_samples`` value meaning one sweep over the data."""
+DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS = 128
+"""4 GiB / 32 MiB chunks, CNTK's default randomization window."""
+
+
+class TraceLevel(enum.IntEnum):
+    """Verbosity of the reader's log on stderr (cntk.logging.TraceLevel)."""
+
+    Error = 0
+    Warning = 1
+    Info = 2
+
+
+class Record(dict):
+    """A dict whose items are also attributes (cntk.variables.Record); ``StreamDefs`` is this class."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+
+StreamDefs = Record
+
+
+def StreamDef(field=None, shape=None, is_sparse=False, transforms=None, context=None, scp=None, mlf=None,
+              broadcast=None, defines_mb_size=False):
+    """One stream of a deserializer: ``field`` is its name in the file (CTF alias), ``shape`` its dimension
+    (an int, or a tuple whose product is the dimension; dense arrays get that sample shape)."""
+    config = Record(stream_alias=field, is_sparse=bool(is_sparse))
+    if shape is not None:
+        config["dim"] = shape
+    if transforms is not None:
+        config["transforms"] = transforms
+    if context is not None:
+        config["context"] = context
+    if scp is not None:
+        config["scp"] = scp
+    if mlf is not None:
+        config["mlf"] = mlf
+        config["is_sparse"] = True
+    if broadcast is not None:
+        config["broadcast"] = broadcast
+    config["defines_mb_size"] = bool(defines_mb_size)
+    return config
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Writing CNTK's config language
+
+
+def _config_string(value, what):
+    """A quoted config value; refuses text the config language cannot carry."""
+    text = str(value)
+    if text == "":
+        raise ValueError("%s must not be empty" % what)
+    for bad, name in (('"', "a double quote"), ("\n", "a line break"), ("\r", "a carriage return"),
+                      ("$", "'$' (CNTK's variable marker)"), (" #", "' #' (CNTK's comment marker)"),
+                      ("\t#", "a tab before '#' (CNTK's comment marker)")):
+        if bad in text:
+            raise ValueError("%s %r contains %s, which CNTK's config language cannot express" % (what, text, name))
+    return '"%s"' % text
+
+
+def _config_name(name, what):
+    text = str(name)
+    if not text or not all(c.isalnum() or c in "_." for c in text):
+        raise ValueError("%s %r must consist of letters, digits, '_' and '.'" % (what, text))
+    return text
+
+
+def _dimension(shape, stream):
+    if shape is None:
+        raise ValueError("stream '%s': shape (dimension) must be given" % stream)
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if not dims or any(int(d) != d or d <= 0 for d in dims):
+        raise ValueError("stream '%s': shape must be positive integers, got %r" % (stream, shape))
+    return int(math.prod(int(d) for d in dims)), tuple(int(d) for d in dims)
+
+
+class _Deserializer:
+    """A deserializer definition: its config section text and the sample shapes of its dense streams."""
+
+    def __init__(self, type_name, module, records, shapes):
+        self.type = type_name
+        self.module = module
+        self._records = records
+        self.sample_shapes = shapes
+
+    def config_text(self):
+        lines = ["type = %s" % self.type, "module = %s" % self.module]
+        lines.extend(self._records)
+        return "[\n" + "\n".join(lines) + "\n]"
+
+    def __repr__(self):
+        return "<cntkio %s %s>" % (self.type, self.config_text().replace("\n", " "))
+
+
+def CTFDeserializer(filename, streams):
+    """The CNTK text format deserializer (CNTKTextFormatDeserializer) for ``filename``; ``streams`` maps stream
+    names to StreamDef(field=alias in the file, shape=dimension, is_sparse=..., defines_mb_size=...)."""
+    inputs = []
+    shapes = {}
+    for name, s in streams.items():
+        if s.get("stream_alias") is None:
+            raise ValueError("CTFDeserializer: stream name for key %s must be specified" % name)
+        dim, shape = _dimension(s.get("dim"), name)
+        if not s.get("is_sparse") and len(shape) > 1:
+            shapes[name] = shape
+        fields = ["alias = %s" % _config_string(s["stream_alias"], "CTFDeserializer: stream %s field" % name),
+                  "dim = %d" % dim, "format = %s" % ("sparse" if s.get("is_sparse") else "dense")]
+        if s.get("defines_mb_size"):
+            fields.append("definesMBSize = 1")
+        inputs.append("%s = [ %s ]" % (_config_name(name, "CTFDeserializer: stream name"), " ; ".join(fields)))
+    if not inputs:
+        raise ValueError("CTFDeserializer: no streams given")
+    records = ["file = %s" % _config_string(filename, "CTFDeserializer: filename"),
+               "input = [\n%s\n]" % "\n".join(inputs)]
+    return _Deserializer("CNTKTextFormatDeserializer", "CNTKTextFormatReader", records, shapes)
+
+
+def CBFDeserializer(filename, streams={}):  # noqa: B006 -- cntk.io's signature; never mutated
+    """The CNTK binary format deserializer (CNTKBinaryFormatDeserializer) for ``filename``. Streams and their
+    dimensions come from the file; ``streams`` only renames: ``name = StreamDef(field=name in the file)``.
+    A StreamDef without ``field`` keeps the file's name (cntk.io would write an invalid config)."""
+    inputs = []
+    for name, s in streams.items():
+        alias = s.get("stream_alias")
+        if alias is not None and alias != name:
+            inputs.append("%s = [ alias = %s ]" % (_config_name(name, "CBFDeserializer: stream name"),
+                                                   _config_string(alias, "CBFDeserializer: stream %s field" % name)))
+    records = ["file = %s" % _config_string(filename, "CBFDeserializer: filename")]
+    if inputs:
+        records.append("input = [\n%s\n]" % "\n".join(inputs))
+    return _Deserializer("CNTKBinaryFormatDeserializer", "CNTKBinaryReader", records, {})
+
+
+def _reader_config_text(deserializers, randomization_window_in_chunks, randomization_window_in_samples,
+                        randomization_seed, trace_level, multithreaded_deserializer, frame_mode,
+                        truncation_length, max_errors):
+    """CNTK's translation of MinibatchSourceConfig into a reader section (spec pipeline.md §1.3)."""
+    lines = []
+    if randomization_window_in_samples != 0:
+        lines += ["randomize = 1", "randomizationWindow = %d" % randomization_window_in_samples,
+                  "sampleBasedRandomizationWindow = 1", "randomizationSeed = %d" % randomization_seed]
+    elif randomization_window_in_chunks != 0:
+        lines += ["randomize = 1", "randomizationWindow = %d" % randomization_window_in_chunks,
+                  "sampleBasedRandomizationWindow = 0", "randomizationSeed = %d" % randomization_seed]
+    else:
+        lines.append("randomize = 0")
+    if truncation_length != 0:
+        lines += ["truncated = 1", "truncationLength = %d" % truncation_length]
+    lines.append("frameMode = %d" % (1 if frame_mode else 0))
+    lines.append("traceLevel = %d" % int(trace_level))
+    if multithreaded_deserializer is not None:
+        lines.append("multiThreadedDeserialization = %d" % (1 if multithreaded_deserializer else 0))
+    if max_errors != 0:
+        lines.append("maxErrors = %d" % max_errors)
+    lines.append("deserializers = (\n%s\n)" % "\n:\n".join(d.config_text() for d in deserializers))
+    return "reader = [\n" + "\n".join(lines) + "\n]\n"
+
+
+def _count(value, what, allow_zero=True):
+    if isinstance(value, bool) or int(value) != value or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError("%s must be a %s integer, got %r" % (what, "non-negative" if allow_zero else "positive",
+                                                             value))
+    return int(value)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Streams and minibatch data
+
+
+class StreamInformation:
+    """Describes one stream of a MinibatchSource: ``name``, ``id``, ``storage_format`` ('dense' or 'sparse'),
+    ``dtype`` (numpy.float32/float64) and ``shape`` (the sample shape). Hashable; a key of the minibatch dict."""
+
+    __slots__ = ("name", "id", "storage_format", "dtype", "shape", "alias", "defines_mb_size")
+
+    def __init__(self, name, stream_id, storage_format, dtype, shape, alias="", defines_mb_size=False):
+        self.name = name
+        self.id = stream_id
+        self.storage_format = storage_format
+        self.dtype = np.dtype(dtype).type
+        self.shape = tuple(shape)
+        self.alias = alias
+        self.defines_mb_size = defines_mb_size
+
+    m_name = property(lambda self: self.name)
+    m_id = property(lambda self: self.id)
+    sample_shape = property(lambda self: self.shape)
+    is_sparse = property(lambda self: self.storage_format == "sparse")
+
+    def _key(self):
+        return (self.name, self.id, self.storage_format, self.dtype, self.shape)
+
+    def __eq__(self, other):
+        return isinstance(other, StreamInformation) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return "StreamInformation(name=%r, id=%d, storage_format=%r, dtype=%s, shape=%r)" % (
+            self.name, self.id, self.storage_format, np.dtype(self.dtype).name, self.shape)
+
+
+class MinibatchData:
+    """The data of one stream in one minibatch.
+
+    Dense streams: ``asarray()`` is a NumPy array ``[sequences, max_length, *shape]`` (one row per sequence,
+    padded with zeros; ``mask`` says which entries are data), ``[samples, *shape]`` in frame mode, and
+    ``[slots, truncation_length, *shape]`` with truncated BPTT (CNTK's packed rows, so a slot continues its
+    sequence in the next minibatch). Sparse streams: ``asarray()`` is a ``scipy.sparse.csr_matrix`` with one
+    row per sample, the samples of sequence i in rows ``offsets[i]:offsets[i+1]``. Arrays view the reader's
+    buffer when its layout allows it (no copy); the array keeps the buffer alive. Values are float32 (or
+    float64 for ``precision = double`` configs).
+    """
+
+    def __init__(self, info, arrays, end_of_sweep, keys, sample_shape=None, packing="sequence"):
+        self._info = info
+        self._frame = packing == "frame"
+        self._packed = packing == "truncated"
+        self._arrays = arrays
+        self._end_of_sweep = bool(end_of_sweep)
+        self._keys = keys
+        self._value = None
+        if sample_shape is not None and "value" in arrays:
+            v = arrays["value"]
+            arrays["value"] = v.reshape(v.shape[:-1] + tuple(sample_shape))
+
+    num_sequences = property(lambda self: self._arrays["num_sequences"], doc="Sequences in this minibatch.")
+    num_samples = property(lambda self: self._arrays["num_samples"], doc="Samples (not padding) in it.")
+    end_of_sweep = property(lambda self: self._end_of_sweep,
+                            doc="Whether the data reaches the end of a sweep or crosses it.")
+    is_sparse = property(lambda self: "value" not in self._arrays, doc="Whether the stream is sparse.")
+    mask = property(lambda self: self._arrays["mask"],
+                    doc="uint8 array over the padded shape: 2 = a sequence begins, 1 = data, 0 = padding.")
+    lengths = property(lambda self: self._arrays["lengths"], doc="Samples of each sequence (int64).")
+    offsets = property(lambda self: self._arrays["offsets"],
+                       doc="Row where each sequence starts in the sample-wise (sparse) matrix; n+1 entries.")
+    zero_copy = property(lambda self: self._arrays["zero_copy"],
+                         doc="Whether the array views the reader's buffer instead of a copy.")
+    stream_info = property(lambda self: self._info)
+
+    @property
+    def keys(self):
+        """The sequence keys of the rows (cntkio extension)."""
+        entries = self._arrays["layout"][2]
+        return [self._keys[int(i)] for i in entries[:, 0]]
+
+    @property
+    def layout(self):
+        """(num_parallel, num_time_steps, entries): CNTK's packing of this stream; entries[i] = (sequence index,
+        row, t_begin, t_end) of row i of the array (cntkio extension)."""
+        return self._arrays["layout"]
+
+    @property
+    def data(self):
+        """The array (see asarray())."""
+        return self.asarray()
+
+    @property
+    def shape(self):
+        """Shape of the (padded) data: ``asarray().shape`` for dense, the same logical shape for sparse."""
+        if not self.is_sparse:
+            return self._arrays["value"].shape
+        dim = (self._arrays["dim"],)
+        if self._frame:
+            return (self.num_samples,) + dim
+        return self._arrays["mask"].shape + dim
+
+    def asarray(self):
+        """The data: a NumPy array (dense) or a scipy.sparse.csr_matrix with one row per sample (sparse)."""
+        if self._value is None:
+            if self.is_sparse:
+                import scipy.sparse
+
+                a = self._arrays
+                self._value = scipy.sparse.csr_matrix((a["data"], a["indices"], a["indptr"]),
+                                                      shape=(len(a["indptr"]) - 1, a["dim"]), copy=False)
+            else:
+                self._value = self._arrays["value"]
+        return self._value
+
+    def as_sequences(self, variable=None):
+        """A list with one array per sequence, padding removed: ``[length, *shape]`` NumPy arrays, or
+        csr_matrix slices for sparse streams."""
+        value = self.asarray()
+        if self.is_sparse:
+            offsets = self._arrays["offsets"]
+            return [value[int(offsets[i]):int(offsets[i + 1])] for i in range(len(offsets) - 1)]
+        if self._frame:
+            return [value[i:i + 1] for i in range(len(value))]
+        lengths = self._arrays["lengths"]
+        if self._packed:  # rows are slots; a sequence is the part of its slot inside this minibatch
+            entries = self._arrays["layout"][2]
+            return [value[int(row), max(int(tb), 0):max(int(tb), 0) + int(n)]
+                    for (_, row, tb, _), n in zip(entries, lengths)]
+        return [value[i, :int(lengths[i])] for i in range(len(value))]
+
+    def __len__(self):
+        return self.num_sequences
+
+    def __repr__(self):
+        return "MinibatchData(%s, num_sequences=%d, num_samples=%d, shape=%r, end_of_sweep=%s)" % (
+            self._info.name, self.num_sequences, self.num_samples, self.shape, self.end_of_sweep)
+
+
+class MinibatchDict(dict):
+    """The result of next_minibatch: StreamInformation (or input_map key) → MinibatchData; a stream's name
+    also works as a key."""
+
+    def __missing__(self, key):
+        if isinstance(key, str):
+            for k, v in self.items():
+                if isinstance(k, StreamInformation) and k.name == key:
+                    return v
+        raise KeyError(key)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# MinibatchSource
+
+
+class MinibatchSource:
+    """A composite reader over one or more deserializers, as cntk.io.MinibatchSource.
+
+    Args:
+        deserializers: one deserializer (CTFDeserializer, CBFDeserializer) or a list; several are joined by
+            sequence key, the first one being the primary.
+        max_samples: samples to read in total (INFINITELY_REPEAT, FULL_DATA_SWEEP or a count); exclusive with
+            max_sweeps.
+        max_sweeps: sweeps to read in total (INFINITELY_REPEAT or a count).
+        randomization_window_in_chunks: window in chunks (DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS).
+        randomization_window_in_samples: window in samples (0: use the chunk window).
+        randomization_seed: seed of sweep 0; sweep k uses seed + k.
+        trace_level: 0 errors, 1 warnings, 2 info (TraceLevel).
+        multithreaded_deserializer: None (auto), True or False; results never depend on it.
+        frame_mode: every sample is its own sequence; arrays are ``[samples, *shape]``.
+        truncation_length: truncated BPTT with this many steps per slot (0: off).
+        randomize: False reads in file order (both windows become 0).
+        max_errors: malformed sequences to skip before failing.
+    """
+
+    def __init__(self, deserializers, max_samples=INFINITELY_REPEAT, max_sweeps=INFINITELY_REPEAT,
+                 randomization_window_in_chunks=DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
+                 randomization_window_in_samples=0, randomization_seed=0, trace_level=TraceLevel.Warning,
+                 multithreaded_deserializer=None, frame_mode=False, truncation_length=0, randomize=True,
+                 max_errors=0):
+        if not isinstance(deserializers, (list, tuple)):
+            deserializers = [deserializers]
+        if not deserializers:
+            raise ValueError("MinibatchSource needs at least one deserializer")
+        for d in deserializers:
+            if not isinstance(d, _Deserializer):
+                raise TypeError("not a cntkio deserializer: %r (use CTFDeserializer or CBFDeserializer)" % (d,))
+        _check_limits(max_samples, max_sweeps)
+        randomization_window_in_chunks = _count(randomization_window_in_chunks, "randomization_window_in_chunks")
+        randomization_window_in_samples = _count(randomization_window_in_samples,
+                                                 "randomization_window_in_samples")
+        if frame_mode and truncation_length != 0:
+            raise ValueError("frame_mode and truncation_length are mutually exclusive")
+        if not randomize:
+            randomization_window_in_chunks = 0
+            randomization_window_in_samples = 0
+        # Mutually exclusive when both are set explicitly; a sample window alone overrides the default chunk one.
+        if randomization_window_in_samples != 0 and \
+                randomization_window_in_chunks not in (0, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS):
+            raise ValueError("randomization_window_in_chunks and randomization_window_in_samples are mutually "
+                             "exclusive; set only one of them")
+        text = _reader_config_text(deserializers, randomization_window_in_chunks, randomization_window_in_samples,
+                                   _count(randomization_seed, "randomization_seed"), trace_level,
+                                   multithreaded_deserializer, frame_mode,
+                                   _count(truncation_length, "truncation_length"), _count(max_errors, "max_errors"))
+        shapes = {}
+        for d in deserializers:
+            shapes.update(d.sample_shapes)
+        self._setup(lambda: _core.Reader.from_text(text, "<cntkio.MinibatchSource>", [], ["reader"]),
+                    max_samples, max_sweeps, shapes)
+        self.config_text = text
+
+    @classmethod
+    def from_config(cls, path, section, overrides=(), reader_section="reader", max_samples=INFINITELY_REPEAT,
+                    max_sweeps=INFINITELY_REPEAT):
+        """A source for the reader ``config[section][reader_section]`` of CNTK config file(s) ``path``, with
+        command-line style ``key=value`` overrides. Relative data paths resolve against the current directory.
+        ``next_minibatch`` reads with cntk.io semantics; ``epoch_minibatches`` with BrainScript (v1) epochs."""
+        files = [path] if isinstance(path, str) else list(path)
+        overrides = [overrides] if isinstance(overrides, str) else list(overrides)
+        blocks = [b for b in (section, reader_section) if b]
+        _check_limits(max_samples, max_sweeps)
+        self = cls.__new__(cls)
+        self._setup(lambda: _core.Reader.from_files(files, overrides, blocks), max_samples, max_sweeps, {})
+        self.config_text = None
+        return self
+
+    def _setup(self, factory, max_samples, max_sweeps, shapes):
+        self._factory = factory
+        self._reader = factory()
+        self._max_samples = max_samples
+        self._max_sweeps = max_sweeps
+        self._shapes = shapes
+        self._mode = None  # "v1" or "v2" once reading
+        self._packing = self._reader.packing  # "sequence", "frame" or "truncated"
+        self._infos = [StreamInformation(s["name"], s["id"], s["storage"], s["dtype"], shapes.get(s["name"], s["shape"]),
+                                         s["alias"], s["defines_mb_size"]) for s in self._reader.streams()]
+        self._streams = None
+
+    # -- streams
+
+    def stream_infos(self):
+        """The StreamInformation of every stream, in stream order."""
+        return list(self._infos)
+
+    @property
+    def streams(self):
+        """Record: stream name → StreamInformation."""
+        if self._streams is None:
+            self._streams = Record((i.name, i) for i in self._infos)
+        return self._streams
+
+    def stream_info(self, name):
+        """The StreamInformation of the stream called ``name`` (ValueError if there is none or several)."""
+        found = [i for i in self._infos if i.name == name]
+        if len(found) != 1:
+            raise ValueError("%s stream named '%s' (streams: %s)" % ("no" if not found else "more than one", name,
+                                                                    ", ".join(i.name for i in self._infos)))
+        return found[0]
+
+    def __getitem__(self, name):
+        return self.stream_info(name)
+
+    # -- reading
+
+    def next_minibatch(self, minibatch_size_in_samples, input_map=None, device=None, num_data_partitions=None,
+                       partition_index=None):
+        """The next minibatch of about ``minibatch_size_in_samples`` samples (for this partition: its share of
+        them) as a dict StreamInformation → MinibatchData, or mapped through ``input_map`` (key → stream);
+        an empty dict once max_samples/max_sweeps are reached. ``device`` is accepted and ignored."""
+        size = _count(minibatch_size_in_samples, "minibatch_size_in_samples", allow_zero=False)
+        partitions = 1 if num_data_partitions is None else _count(num_data_partitions, "num_data_partitions",
+                                                                  allow_zero=False)
+        index = 0 if partition_index is None else _count(partition_index, "partition_index")
+        if index >= partitions:
+            raise ValueError("partition_index %d is not below num_data_partitions %d" % (index, partitions))
+        if self._mode != "v2":
+            self._reader.set_v2_limits(self._max_samples, self._max_sweeps)
+            self._mode = "v2"
+        batch = self._reader.next_v2(size, partitions, index)
+        if batch is None:
+            return MinibatchDict()
+        result = self._wrap(batch)
+        if not input_map:
+            return result
+        return MinibatchDict((key, result[_resolve_stream(self, stream)]) for key, stream in input_map.items())
+
+    def epoch_minibatches(self, minibatch_size, epoch_index=0, epoch_size=None, worker_rank=0, num_workers=1):
+        """BrainScript (v1) reading, as ``cntkio dump`` does: yields the minibatch dicts of epoch
+        ``epoch_index`` of ``epoch_size`` samples (None: one sweep) for worker ``worker_rank`` of
+        ``num_workers``. Minibatches end at sweep boundaries. (cntkio extension)"""
+        size = _core.FULL_SWEEP_EPOCH if epoch_size is None else _count(epoch_size, "epoch_size", False)
+        self._reader.start_epoch(_count(minibatch_size, "minibatch_size", False), _count(epoch_index, "epoch_index"),
+                                 size, _count(worker_rank, "worker_rank"), _count(num_workers, "num_workers", False))
+        self._mode = "v1"
+        while self._mode == "v1":
+            batch = self._reader.next_v1()
+            if batch is None:
+                return
+            yield self._wrap(batch)
+
+    def _wrap(self, batch):
+        keys = batch.keys
+        result = MinibatchDict()
+        for i, info in enumerate(self._infos):
+            shape = self._shapes.get(info.name)
+            result[info] = MinibatchData(info, batch.stream(i), batch.end_of_sweep, keys, shape, self._packing)
+        return result
+
+    # -- checkpoints
+
+    def get_checkpoint_state(self):
+        """The reader's position as a dict (``minibatchSourcePosition`` is the global sample position)."""
+        return json.loads(self._reader.state())
+
+    def restore_from_checkpoint(self, checkpoint):
+        """Continues from a dict returned by get_checkpoint_state (of this run, or merged by
+        merge_checkpoint_states from all workers of a run with any number of workers)."""
+        self._reader.restore(json.dumps(dict(checkpoint)))
+
+    @property
+    def current_position(self):
+        """The checkpoint state (get) / restore_from_checkpoint (set)."""
+        return self.get_checkpoint_state()
+
+    @current_position.setter
+    def current_position(self, position):
+        self.restore_from_checkpoint(position)
+
+
+def _check_limits(max_samples, max_sweeps):
+    if max_samples != INFINITELY_REPEAT and max_sweeps != INFINITELY_REPEAT:
+        raise ValueError("max_samples and max_sweeps are mutually exclusive; set only one of them")
+    _count(max_samples, "max_samples", allow_zero=False)
+    _count(max_sweeps, "max_sweeps", allow_zero=False)
+
+
+def _resolve_stream(source, stream):
+    if isinstance(stream, StreamInformation):
+        return stream
+    return source.stream_info(stream)
+
+
+def merge_checkpoint_states(states):
+    """Merges the checkpoint states of all workers of one run into one state from which any number of workers
+    can continue with no sample lost or repeated (cntkio extension)."""
+    return json.loads(_core.merge_reader_states([json.dumps(dict(s)) for s in states]))

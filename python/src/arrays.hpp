@@ -1,0 +1,35 @@
+// Conversion of one stream of a cntkio::Minibatch into NumPy arrays for the Python module.
+//
+// Shapes (python/cntkio/__init__.py documents them for users):
+//   sequence mode   dense  [sequences, max_length, *shape], one row per sequence, padded with zeros
+//   frame mode      dense  [samples, *shape]
+//   truncated BPTT  dense  [slots, truncation_length, *shape] (CNTK's packed rows: a slot continues its
+//                          sequence in the next minibatch)
+//   sparse (every mode)    CSR arrays with one row per sample, samples in sequence order, plus sequence
+//   offsets
+// Arrays view the minibatch's own buffers where the layout allows (the array holds the buffer alive through a
+// capsule); otherwise the values are gathered into a new array.
+//
+// Thread-safety: call with the GIL held.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <memory>
+
+#include "cntkio/minibatch.hpp"
+
+namespace cntkio::python {
+
+/// How the source packs sequences; decides the dense array shape.
+enum class PackingMode { kSequence, kFrame, kTruncated };
+
+/// Dict for stream `index` of `minibatch`: num_sequences, num_samples, mask (uint8, 2 = sequence begin, 1 =
+/// valid, 0 = padding), lengths, layout (num_parallel, num_time_steps, entries [n, 4]: sequence index, row,
+/// t_begin, t_end), zero_copy, and either `value` (dense) or `data`/`indices`/`indptr`/`offsets`/`dim`
+/// (sparse).
+pybind11::dict stream_arrays(const std::shared_ptr<const Minibatch>& minibatch, size_t index,
+                             PackingMode mode);
+
+}  // namespace cntkio::python

@@ -1,0 +1,280 @@
+// The extension module cntkio._core: a thin binding of cntkio::MinibatchSource for the pure-Python package
+// (python/cntkio), which builds the cntk.io surface on top of it.
+//
+// Thread-safety: a Reader serializes its calls with a mutex; reading runs with the GIL released.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "arrays.hpp"
+#include "cntkio/config.hpp"
+#include "cntkio/distributed.hpp"
+#include "cntkio/errors.hpp"
+#include "cntkio/minibatch_source.hpp"
+#include "pipeline/registry.hpp"
+
+namespace py = pybind11;
+
+namespace cntkio::python {
+namespace {
+
+PyObject* g_format_error = nullptr;  // cntkio.FormatError(ValueError)
+PyObject* g_config_error = nullptr;  // cntkio.ConfigError(ValueError)
+
+// Raises `type(message)` with extra attributes.
+void raise_with_attributes(PyObject* type, const std::string& message, const py::dict& attributes) {
+  py::object exception = py::reinterpret_borrow<py::object>(type)(message);
+  for (auto item : attributes) exception.attr(item.first) = item.second;
+  PyErr_SetObject(type, exception.ptr());
+}
+
+py::object optional_int(const std::optional<uint64_t>& value) {
+  return value ? py::object(py::int_(*value)) : py::object(py::none());
+}
+
+void translate_exception(std::exception_ptr p) {
+  try {
+    if (p) std::rethrow_exception(p);
+  } catch (const FormatError& e) {
+    const SourceLocation& at = e.location();
+    py::dict attributes;
+    attributes["cntk_text"] = e.cntk_text();
+    attributes["file"] = at.file;
+    attributes["line"] = optional_int(at.line);
+    attributes["column"] = optional_int(at.column);
+    attributes["byte_offset"] = optional_int(at.byte_offset);
+    attributes["stream"] = at.stream;
+    attributes["sequence_key"] = at.sequence_key;
+    raise_with_attributes(g_format_error, e.what(), attributes);
+  } catch (const ConfigError& e) {
+    py::dict attributes;
+    attributes["cntk_text"] = e.cntk_text();
+    attributes["key_path"] = e.key_path();
+    attributes["file"] = e.file();
+    attributes["line"] = e.line() == 0 ? py::object(py::none()) : py::object(py::int_(e.line()));
+    attributes["column"] = e.column() == 0 ? py::object(py::none()) : py::object(py::int_(e.column()));
+    raise_with_attributes(g_config_error, e.what(), attributes);
+  } catch (const IoError& e) {
+    // OSError(errno, message) becomes FileNotFoundError, PermissionError, ... as Python's own errors do.
+    py::object args = e.error_number() != 0 ? py::object(py::make_tuple(e.error_number(), e.what()))
+                                            : py::object(py::make_tuple(e.what()));
+    PyErr_SetObject(PyExc_OSError, args.ptr());
+  } catch (const UsageError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const Error& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+}
+
+// The packing the reader section selects (spec pipeline.md §1.2), which decides the dense array shape.
+PackingMode packing_mode(const Config& reader) {
+  if (reader.exists("deserializers")) {
+    if (reader.get_bool("truncated", false)) return PackingMode::kTruncated;
+    if (reader.get_bool("frameMode", false)) return PackingMode::kFrame;
+    std::vector<Config> sections = reader.get_block_array("deserializers");
+    const bool image_alone =
+        sections.size() == 1 && sections[0].get_string("type", "") == "ImageDeserializer";
+    return image_alone && reader.get_bool("randomize", true) ? PackingMode::kFrame : PackingMode::kSequence;
+  }
+  const std::string type = pipeline::deserializer_type_for_reader(
+      reader.get_string("readerType", "Cntk.Deserializers.TextFormat"));
+  if (type == "CNTKTextFormatDeserializer" && reader.get_bool("frameMode", false)) return PackingMode::kFrame;
+  return PackingMode::kSequence;
+}
+
+Config descend(const Config& root, const std::vector<std::string>& path) {
+  Config scope = root;
+  for (const std::string& block : path) scope = scope.get_block(block);
+  return scope;
+}
+
+// One minibatch handed to Python: the arrays of a stream are made on request and view its buffers.
+class Batch {
+ public:
+  Batch(std::shared_ptr<const Minibatch> minibatch, PackingMode mode)
+      : minibatch_(std::move(minibatch)), mode_(mode) {}
+  bool end_of_sweep() const { return minibatch_->end_of_sweep; }
+  bool end_of_epoch() const { return minibatch_->end_of_epoch; }
+  size_t num_streams() const { return minibatch_->streams.size(); }
+  const std::vector<std::string>& keys() const { return minibatch_->keys; }
+  py::dict stream(size_t index) const {
+    if (index >= minibatch_->streams.size()) throw py::index_error("stream index out of range");
+    return stream_arrays(minibatch_, index, mode_);
+  }
+
+ private:
+  std::shared_ptr<const Minibatch> minibatch_;
+  PackingMode mode_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const Config& reader)
+      : mode_(packing_mode(reader)), source_(MinibatchSource::from_config(reader)) {}
+
+  static std::unique_ptr<Reader> from_text(const std::string& text, const std::string& source_name,
+                                           const std::vector<std::string>& overrides,
+                                           const std::vector<std::string>& path) {
+    return std::make_unique<Reader>(descend(Config::from_text(text, source_name, overrides), path));
+  }
+  static std::unique_ptr<Reader> from_files(const std::vector<std::string>& files,
+                                            const std::vector<std::string>& overrides,
+                                            const std::vector<std::string>& path) {
+    return std::make_unique<Reader>(descend(Config::from_files(files, overrides), path));
+  }
+
+  py::list streams() const {
+    py::list out;
+    for (const StreamInfo& s : source_->streams()) {
+      py::dict d;
+      d["name"] = s.name;
+      d["alias"] = s.alias;
+      d["id"] = s.id;
+      d["storage"] = to_string(s.storage);
+      d["dtype"] = s.element_type == ElementType::kFloat ? "float32" : "float64";
+      py::list shape;  // NumPy order: CNTK's column-major shape reversed
+      for (auto it = s.sample_shape.rbegin(); it != s.sample_shape.rend(); ++it) shape.append(*it);
+      d["shape"] = py::tuple(shape);
+      d["defines_mb_size"] = s.defines_mb_size;
+      out.append(d);
+    }
+    return out;
+  }
+
+  const char* packing() const {
+    return mode_ == PackingMode::kFrame       ? "frame"
+           : mode_ == PackingMode::kTruncated ? "truncated"
+                                              : "sequence";
+  }
+
+  void set_v2_limits(size_t max_samples, size_t max_sweeps) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    source_->set_v2_limits(max_samples, max_sweeps);
+  }
+
+  py::object next_v2(size_t minibatch_size, size_t num_partitions, size_t partition_index) {
+    auto minibatch = std::make_shared<Minibatch>();
+    bool got = false;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      got = source_->next_minibatch_v2(minibatch_size, num_partitions, partition_index, *minibatch);
+    }
+    return wrap(got, std::move(minibatch));
+  }
+
+  void start_epoch(size_t minibatch_size, size_t epoch_index, size_t epoch_size, size_t rank,
+                   size_t workers) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    source_->start_epoch(minibatch_size, epoch_index, epoch_size, rank, workers);
+  }
+
+  py::object next_v1() {
+    auto minibatch = std::make_shared<Minibatch>();
+    bool got = false;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      got = source_->next_minibatch(*minibatch);
+    }
+    return wrap(got, std::move(minibatch));
+  }
+
+  std::string state() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return source_->state().to_json();
+  }
+
+  void restore(const std::string& json) {
+    ReaderState state = ReaderState::from_json(json);
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    source_->restore(state);
+  }
+
+  // Samples in one sweep: the position where v1 epoch 1 of one sweep starts. Reconfigures the reader (call it
+  // before reading).
+  size_t sweep_size() {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    source_->start_epoch(1, 1, kFullSweep, 0, 1);
+    return source_->current_sample_position();
+  }
+
+ private:
+  py::object wrap(bool got, std::shared_ptr<Minibatch> minibatch) const {
+    if (!got) return py::none();
+    return py::cast(Batch(std::move(minibatch), mode_));
+  }
+
+  PackingMode mode_;
+  std::unique_ptr<MinibatchSource> source_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace
+}  // namespace cntkio::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace cntkio;
+  using namespace cntkio::python;
+  m.doc() = "cntkio's C++ reader (use the package cntkio, not this module)";
+
+  g_format_error = PyErr_NewExceptionWithDoc(
+      "cntkio.FormatError", "Malformed input data; carries file, line, column and byte_offset.",
+      PyExc_ValueError, nullptr);
+  g_config_error = PyErr_NewExceptionWithDoc(
+      "cntkio.ConfigError", "A malformed or inconsistent reader configuration.", PyExc_ValueError, nullptr);
+  m.attr("FormatError") = py::handle(g_format_error);
+  m.attr("ConfigError") = py::handle(g_config_error);
+  py::register_exception_translator(&translate_exception);
+
+  m.attr("INFINITELY_REPEAT") = py::int_(kInfinitelyRepeat);
+  m.attr("FULL_DATA_SWEEP") = py::int_(kFullDataSweep);
+  m.attr("FULL_SWEEP_EPOCH") = py::int_(kFullSweep);
+
+  py::class_<Batch>(m, "Batch")
+      .def_property_readonly("end_of_sweep", &Batch::end_of_sweep)
+      .def_property_readonly("end_of_epoch", &Batch::end_of_epoch)
+      .def_property_readonly("num_streams", &Batch::num_streams)
+      .def_property_readonly("keys", &Batch::keys)
+      .def("stream", &Batch::stream, py::arg("index"));
+
+  py::class_<Reader>(m, "Reader")
+      .def_static("from_text", &Reader::from_text, py::arg("text"), py::arg("source_name"),
+                  py::arg("overrides"), py::arg("path"))
+      .def_static("from_files", &Reader::from_files, py::arg("files"), py::arg("overrides"), py::arg("path"))
+      .def("streams", &Reader::streams)
+      .def_property_readonly("packing", &Reader::packing)
+      .def("set_v2_limits", &Reader::set_v2_limits, py::arg("max_samples"), py::arg("max_sweeps"))
+      .def("next_v2", &Reader::next_v2, py::arg("minibatch_size"), py::arg("num_partitions"),
+           py::arg("partition_index"))
+      .def("start_epoch", &Reader::start_epoch, py::arg("minibatch_size"), py::arg("epoch_index"),
+           py::arg("epoch_size"), py::arg("worker_rank"), py::arg("num_workers"))
+      .def("next_v1", &Reader::next_v1)
+      .def("state", &Reader::state)
+      .def("restore", &Reader::restore, py::arg("state"))
+      .def("sweep_size", &Reader::sweep_size);
+
+  m.def("merge_reader_states", [](const std::vector<std::string>& states) {
+    std::vector<ReaderState> parsed;
+    for (const std::string& s : states) parsed.push_back(ReaderState::from_json(s));
+    return merge_reader_states(parsed).to_json();
+  });
+  m.def("worker_from_environment", [] {
+    WorkerInfo w = worker_from_environment();
+    py::dict d;
+    d["rank"] = w.rank;
+    d["count"] = w.count;
+    d["local_rank"] = w.local_rank;
+    d["source"] = w.source;
+    return d;
+  });
+  m.def("known_deserializer_types", &pipeline::known_deserializer_types);
+}
