@@ -1,0 +1,141 @@
+"""cntkio.torch: minibatches as tensors, exact-once splitting across DataLoader workers and ranks, epochs and
+state_dict/load_state_dict, and the PyTorch example."""
+
+import functools
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+import cntkio
+import cntkio.torch
+from conftest import REPO, write_ctf
+
+N = 90
+LENGTHS = [1 + i % 4 for i in range(N)]
+
+
+def make_source(path, randomize=True):
+    streams = cntkio.StreamDefs(features=cntkio.StreamDef(field="f", shape=2),
+                                labels=cntkio.StreamDef(field="l", shape=5, is_sparse=True))
+    return cntkio.MinibatchSource(cntkio.CTFDeserializer(path, streams), randomize=randomize,
+                                  randomization_window_in_samples=40 if randomize else 0)
+
+
+def make_config_source(path):
+    """A source with small chunks, so randomized partitions own whole chunks each."""
+    text = path + ".cntk"
+    with open(text, "w") as out:
+        out.write('r = [ reader = [ randomize = true ; randomizationWindow = 2 ; sampleBasedRandomizationWindow = '
+                  'false\n deserializers = ( [ type = CNTKTextFormatDeserializer ; file = "%s" ; chunkSizeInBytes '
+                  '= 150 ; input = [ features = [ alias = f ; dim = 2 ; format = dense ] ] ] ) ] ]\n' % path)
+    return cntkio.MinibatchSource.from_config(text, "r")
+
+
+@pytest.fixture
+def data(tmp_path):
+    return write_ctf(tmp_path / "t.ctf", LENGTHS)
+
+
+def ids_of(batch):
+    f, mask = batch["features"], batch["features_mask"]
+    return f[:, 0, 0].long().tolist(), mask
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_items_are_tensors_with_masks_and_sparse_indices(data):
+    dataset = cntkio.torch.MinibatchDataset(functools.partial(make_source, data, False), 8)
+    batch = next(iter(dataset))
+    ids = batch["features"][:, 0, 0].long().tolist()
+    assert ids == [0, 1, 2]  # 1 + 2 + 3 samples; sequence 3 (4 samples) does not fit in 8
+    assert batch["features"].dtype == torch.float32 and batch["features"].shape == (3, 3, 2)
+    assert batch["features_mask"].tolist() == [[2, 0, 0], [2, 1, 0], [2, 1, 1]]
+    assert batch["features_lengths"].tolist() == [1, 2, 3]
+    assert batch["labels"].shape == (3, 1, 1) and batch["labels"][:, 0, 0].tolist() == [0, 1, 2]
+    assert batch["labels_values"][:, 0, 0].tolist() == [1, 2, 3]
+    dense = cntkio.torch.MinibatchDataset(functools.partial(make_source, data, False), 8, sparse="dense")
+    labels = next(iter(dense))["labels"]
+    assert labels.shape == (3, 1, 5) and labels[:, 0].tolist() == np.diag([1.0, 2.0, 3.0, 0, 0])[:3].tolist()
+    csr = cntkio.torch.MinibatchDataset(functools.partial(make_source, data, False), 8, sparse="csr")
+    item = next(iter(csr))
+    assert item["labels"].layout == torch.sparse_csr and item["labels"].to_dense()[:, :3].tolist() == \
+        np.diag([1.0, 2.0, 3.0]).tolist()
+    assert item["labels_offsets"].tolist() == [0, 1, 2, 3]
+
+
+def collect(dataset, workers):
+    ids = []
+    for batch in DataLoader(dataset, batch_size=None, num_workers=workers):
+        ids += ids_of(batch)[0]
+    return ids
+
+
+def file_order_source(path):
+    return make_source(path, randomize=False)
+
+
+@pytest.mark.parametrize("factory", [file_order_source, make_config_source])
+def test_workers_and_ranks_read_each_sequence_once(data, factory):
+    everything = []
+    for rank in range(2):
+        dataset = cntkio.torch.MinibatchDataset(functools.partial(factory, data), 10, rank=rank, world_size=2)
+        got = collect(dataset, workers=2)
+        assert got  # every rank gets data
+        everything += got
+    assert sorted(everything) == list(range(N))
+
+
+def test_epochs_are_successive_sweeps(data):
+    dataset = cntkio.torch.MinibatchDataset(functools.partial(make_source, data), 12)
+    first = [i for b in dataset for i in ids_of(b)[0]]
+    second = [i for b in dataset for i in ids_of(b)[0]]  # in one process the epoch advances by itself
+    assert sorted(first) == sorted(second) == list(range(N)) and first != second
+    dataset.set_epoch(1)
+    assert [i for b in dataset for i in ids_of(b)[0]] == second
+    source = make_source(data)  # the same order as cntk.io reading two sweeps
+    reference = []
+    while len(reference) < 2 * N:
+        reference += [int(s[0, 0]) for s in source.next_minibatch(12)["features"].as_sequences()]
+    assert sorted(reference[:N]) == list(range(N)) and reference[N:2 * N] == second
+
+
+def test_epoch_size_in_samples(data):
+    dataset = cntkio.torch.MinibatchDataset(functools.partial(make_source, data, False), 7, epoch_size=20)
+    assert [i for b in dataset for i in ids_of(b)[0]] == [0, 1, 2, 3, 4, 5, 6, 7]  # starts 0 1 3 6 10 11 13 16
+    assert [i for b in dataset for i in ids_of(b)[0]] == [8, 9, 10, 11, 12, 13, 14, 15]  # starts 20 .. 36
+
+
+@pytest.mark.parametrize("workers_before,workers_after", [(2, 2), (2, 3), (0, 2)])
+def test_state_dict_resumes_without_loss_or_repeat(data, workers_before, workers_after):
+    factory = functools.partial(make_config_source, data)
+    dataset = cntkio.torch.MinibatchDataset(factory, 6)
+    before = []
+    for k, batch in enumerate(cntkio.torch.MinibatchLoader(dataset, num_workers=workers_before)):
+        before += ids_of(batch)[0]
+        if k == 4:
+            state = dataset.state_dict()
+            break
+    assert state["epoch"] == 0 and state["states"]
+    resumed = cntkio.torch.MinibatchDataset(factory, 6)
+    resumed.load_state_dict(state)
+    after = [i for b in cntkio.torch.MinibatchLoader(resumed, num_workers=workers_after) for i in ids_of(b)[0]]
+    assert sorted(before + after) == list(range(N))
+    assert resumed.epoch == 1  # the loader moved on to the next epoch
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_csr_refuses_worker_processes(data):
+    dataset = cntkio.torch.MinibatchDataset(functools.partial(make_source, data), 8, sparse="csr")
+    with pytest.raises(ValueError, match="sparse='csr' works only with num_workers=0"):
+        list(DataLoader(dataset, batch_size=None, num_workers=1))
+
+
+def test_train_pytorch_example_loss_falls():
+    result = subprocess.run([sys.executable, str(REPO / "examples" / "train_pytorch.py"), "--epochs", "5"],
+                            capture_output=True, text=True, env=dict(os.environ), timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "300 sequences" in result.stdout and "loss fell" in result.stdout
