@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -198,6 +199,26 @@ class Reader {
     source_->restore(state);
   }
 
+  // Reads with next_minibatch_v2 in a C++ loop (no Python per minibatch) until the limit or
+  // `max_minibatches`: (minibatches, samples of stream 0, seconds). The C++ reference figure of
+  // bench/python_throughput.py.
+  py::tuple read_loop(size_t minibatch_size, size_t max_minibatches) {
+    size_t minibatches = 0, samples = 0;
+    double seconds = 0;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      Minibatch minibatch;
+      const auto start = std::chrono::steady_clock::now();
+      while (minibatches < max_minibatches && source_->next_minibatch_v2(minibatch_size, 1, 0, minibatch)) {
+        ++minibatches;
+        samples += minibatch.streams.at(0).layout.num_samples();
+      }
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    return py::make_tuple(minibatches, samples, seconds);
+  }
+
   // Samples in one sweep: the position where v1 epoch 1 of one sweep starts. Reconfigures the reader (call it
   // before reading).
   size_t sweep_size() {
@@ -260,7 +281,8 @@ PYBIND11_MODULE(_core, m) {
       .def("next_v1", &Reader::next_v1)
       .def("state", &Reader::state)
       .def("restore", &Reader::restore, py::arg("state"))
-      .def("sweep_size", &Reader::sweep_size);
+      .def("sweep_size", &Reader::sweep_size)
+      .def("read_loop", &Reader::read_loop, py::arg("minibatch_size"), py::arg("max_minibatches"));
 
   m.def("merge_reader_states", [](const std::vector<std::string>& states) {
     std::vector<ReaderState> parsed;

@@ -260,20 +260,21 @@ def test_from_config_reads_brainscript_epochs_and_overrides(tmp_path, data):
 
 
 def test_reading_releases_the_gil(tmp_path):
-    path = write_ctf(tmp_path / "big.ctf", [3] * 20000)
+    path = write_ctf(tmp_path / "big.ctf", [3] * 60000)
     source = ctf_source(path, randomize=False, max_sweeps=1)
     ticks = []
-    done = threading.Event()
+    started, done = threading.Event(), threading.Event()
 
     def read():
-        while source.next_minibatch(3000):
-            pass
+        started.set()
+        source.next_minibatch(10 ** 6)  # one call parses and packs all 180000 samples
         done.set()
 
     reader = threading.Thread(target=read)
     reader.start()
+    started.wait()
     while not done.is_set():
-        ticks.append(1)  # only runs while the reader thread is inside C++ with the GIL released
-        done.wait(0.0005)
+        ticks.append(1)  # this thread runs during that one call only if the call released the GIL
+        done.wait(0.0002)
     reader.join()
-    assert len(ticks) > 3
+    assert len(ticks) >= 5
