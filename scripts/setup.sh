@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfast-float-dev libcli11-dev nlohmann-json3-dev
   clang-format python3
+  clang libclang-rt-14-dev
   openmpi-bin libopenmpi-dev
   libopencv-dev libzip-dev libboost-dev libturbojpeg0-dev
   python3-dev python3-numpy python3-scipy python3-torch python3-pybind11 pybind11-dev python3-pytest

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # The README's second command: install what is missing, build, and run the whole test suite.
 # SANITIZE=1 builds with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan instead.
+# With CI set (as .ci/run runs it) or CHECKS=all, it then also runs:
+#   - the whole C++ suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan; not the RSS test),
+#   - the threaded tests (loader threads, prefetch, randomizers, composite) under ThreadSanitizer (build-tsan),
+#   - every libFuzzer target for FUZZ_SECONDS (default 30) from its seed corpus (scripts/fuzz-smoke.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -23,3 +27,22 @@ if [ "${SANITIZE:-0}" = "1" ]; then  # the module is instrumented: load the sani
 fi
 PYTHONPATH="$PWD/$BUILD_DIR/python" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider \
   python/tests
+
+if [ -n "${CI:-}" ] || [ "${CHECKS:-}" = "all" ]; then
+  unset LD_PRELOAD
+  # Sanitizer builds use -O1 without -g: quick to compile, fast enough to run, stacks still symbolized.
+  sanitizer_flags=(-DCMAKE_BUILD_TYPE=Sanitize "-DCMAKE_CXX_FLAGS=-O1" -DCNTKIO_BUILD_BENCH=OFF -DCNTKIO_WERROR=ON)
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite"
+  BUILD_DIR=build-asan bash scripts/build.sh "${sanitizer_flags[@]}" -DCNTKIO_SANITIZE=ON
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --output-on-failure -j "$(nproc)" -E streaming_memory_bounded_by_window)
+
+  echo "== ThreadSanitizer: the threaded tests"
+  cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DCNTKIO_TSAN=ON >/dev/null
+  cmake --build build-tsan -j "$(nproc)" --target cntkio_unit_tests
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/cntkio_unit_tests \
+    --gtest_filter='SourceThreads.*:SourceCheckpoint.*:SourceElasticResume.*:*Randomizer*:Composite*.*'
+
+  echo "== libFuzzer smoke run"
+  bash scripts/fuzz-smoke.sh
+fi

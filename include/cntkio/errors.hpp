@@ -28,6 +28,13 @@ class Error : public std::runtime_error {
   /// The message without cntkio's added location details (equals CNTK's text where CNTK had one).
   const std::string& cntk_text() const noexcept { return cntk_text_; }
 
+ protected:
+  /// For subclasses whose what() places the details elsewhere than after the text.
+  struct WhatText {
+    std::string text;
+  };
+  Error(WhatText what, std::string cntk_text) : std::runtime_error(what.text), cntk_text_(std::move(cntk_text)) {}
+
  private:
   std::string cntk_text_;
 };
@@ -56,7 +63,8 @@ class FormatError : public Error {
   SourceLocation location_;
 };
 
-/// A malformed or inconsistent configuration.
+/// A malformed or inconsistent configuration. what() is "file:line:column: message (key 'path')";
+/// cntk_text() is the message alone.
 class ConfigError : public Error {
  public:
   /// `key_path` like "Simple.reader.input.features.dim"; `file`, `line`, `column` locate the text if known.

@@ -48,6 +48,22 @@ struct ReaderState {
 /// number of workers can continue the global stream with no sample lost or repeated (elastic resume).
 ReaderState merge_reader_states(const std::vector<ReaderState>& states);
 
+/// What a reader skipped so far because maxErrors allowed it: nothing is lost silently. Counts cover the
+/// reader's whole life (CTF chunks read again in a later sweep count again, as in CNTK).
+struct SkipReport {
+  uint64_t errors = 0;             ///< input errors tolerated by the deserializers (CTF `maxErrors`)
+  uint64_t rows_skipped = 0;       ///< rows that gave no sample
+  uint64_t samples_skipped = 0;    ///< samples dropped for bad names, values or dimensions
+  uint64_t sequences_skipped = 0;  ///< invalid sequences dropped by the pipeline (reader `maxErrors`)
+  std::vector<std::string> first_locations;  ///< the first few (up to 10 per deserializer) "file:line:column"
+
+  /// True when nothing was skipped or tolerated.
+  bool empty() const { return errors == 0 && rows_skipped == 0 && samples_skipped == 0 && sequences_skipped == 0; }
+  /// One line: "skipped 1 row, 2 samples and 0 sequences (3 input errors tolerated under maxErrors); first
+  /// at a.ctf:2:1, a.ctf:3:7".
+  std::string to_string() const;
+};
+
 class MinibatchSource {
  public:
   virtual ~MinibatchSource() = default;
@@ -84,6 +100,9 @@ class MinibatchSource {
   /// Continues from `state`: this worker's own state, or a merged one (merge_reader_states) taken with any
   /// number of workers. v1: call after start_epoch of the epoch the state belongs to.
   virtual void restore(const ReaderState& state) = 0;
+
+  /// What was skipped under maxErrors so far (may be called at any time, also after an error).
+  virtual SkipReport skip_report() const { return {}; }
 };
 
 }  // namespace cntkio

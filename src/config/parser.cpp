@@ -180,6 +180,14 @@ size_t parse_array_element(const SourceText& text, size_t begin, size_t end, con
              "ConfigValue (int): invalid repeat count '" + count_text + "' (expected a base-10 integer)",
              key_path);
   }
+  // CNTK would try to build an array of up to 2^31 elements; a bound turns a typo into a located error.
+  constexpr long kMaxArrayElements = 1000000;
+  if (count > kMaxArrayElements - static_cast<long>(elements.size())) {
+    throw_at(text.origin_at(star + 1),
+             "repeat count " + count_text + " makes the array longer than " + std::to_string(kMaxArrayElements) +
+                 " elements",
+             key_path);
+  }
   for (long i = 0; i < count; ++i) elements.push_back(value);
   return end;
 }

@@ -8,6 +8,12 @@ namespace cntkio::config_detail {
 
 namespace {
 
+// Bounds on one resolution, so that a hostile config (a_k = $a_{k-1}$$a_{k-1}$, thirty levels deep) fails
+// with a located error instead of running for hours or exhausting memory. CNTK has no such bounds; no real
+// config comes near them.
+constexpr size_t kMaxResolvedBytes = 16u << 20;
+constexpr size_t kMaxLookups = 100000;
+
 // A name ends at '$' or at any of these; if the character found is not '$', the opening '$' is literal.
 constexpr std::string_view kNameEnders = "$,/<>?;':\"[]{}\\|!@#%^&*()+=~` \t\n";
 
@@ -97,6 +103,12 @@ class Resolver {
       }
       out.append(line, copied, dollar);
       out.append(value);
+      if (out.size() > kMaxResolvedBytes) {
+        throw_at(line.origin_at(dollar),
+                 "the value expands to more than " + std::to_string(kMaxResolvedBytes) + " bytes at $" + name +
+                     "$ (exponential $var$ expansion?)",
+                 key_path(scope));
+      }
       copied = close + 1;
       dollar = s.find('$', close + 1);  // the inserted text is not scanned again
     }
@@ -106,6 +118,12 @@ class Resolver {
 
   /// The resolved value of variable `name` as seen from `scope`; `line[at]` is the '$' referring to it.
   SourceText lookup(const Scope& scope, const std::string& name, const SourceText& line, size_t at) {
+    if (++lookups_ > kMaxLookups) {
+      throw_at(line.origin_at(at),
+               "more than " + std::to_string(kMaxLookups) + " $var$ references resolved for one value at $" +
+                   name + "$ (exponential $var$ expansion?)",
+               key_path(scope));
+    }
     for (const Scope* candidate = &scope; candidate != nullptr; candidate = candidate->parent.get()) {
       auto it = candidate->entries.find(name);
       if (it == candidate->entries.end()) continue;
@@ -131,6 +149,7 @@ class Resolver {
   }
 
   std::vector<Frame> stack_;
+  size_t lookups_ = 0;
 };
 
 }  // namespace

@@ -62,7 +62,7 @@ std::string io_message(const std::string& what, const std::string& path, int err
 
 ConfigError::ConfigError(const std::string& message, std::string key_path, std::string file, uint64_t line,
                          uint64_t column)
-    : Error(config_message(message, key_path, file, line, column)),
+    : Error(WhatText{config_message(message, key_path, file, line, column)}, message),
       key_path_(std::move(key_path)),
       file_(std::move(file)),
       line_(line),

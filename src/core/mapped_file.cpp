@@ -14,7 +14,8 @@
 namespace cntkio::core {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw IoError("cannot open input file", path, errno);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -25,6 +26,10 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
     throw IoError("cannot read input file (it is a directory)", path, EISDIR);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw IoError("cannot map input file (not a regular file: a pipe, socket or device)", path, 0);
   }
   mtime_ = static_cast<int64_t>(st.st_mtime);
   size_ = static_cast<size_t>(st.st_size);

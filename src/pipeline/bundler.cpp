@@ -88,6 +88,8 @@ class Bundler final : public Deserializer {
           std::optional<SequenceInfo> s = members_[d]->sequence_info_by_key(p.key);
           if (!s) {
             valid = false;
+            ++drops_.sequences;
+            if (drops_.first_keys.size() < 10) drops_.first_keys.push_back(members_[0]->key_to_string(p.key));
             break;
           }
           max_length = std::max(max_length, s->number_of_samples);
@@ -157,9 +159,18 @@ class Bundler final : public Deserializer {
   std::vector<size_t> stream_counts_;
   std::vector<StreamInfo> streams_;
   std::vector<BundledChunkDescription> chunks_;
+  BundlerDrops drops_;
+
+ public:
+  const BundlerDrops& drops() const { return drops_; }
 };
 
 }  // namespace
+
+BundlerDrops bundler_drops(const Deserializer& deserializer) {
+  const auto* bundler = dynamic_cast<const Bundler*>(&deserializer);
+  return bundler != nullptr ? bundler->drops() : BundlerDrops{};
+}
 
 std::shared_ptr<Deserializer> make_bundler(std::vector<std::shared_ptr<Deserializer>> deserializers) {
   if (deserializers.size() < 2) throw UsageError("A bundler needs at least two deserializers.");

@@ -55,6 +55,14 @@ void run_dump(const DumpOptions& options, std::ostream& out) {
   Config root = Config::from_files({options.config_file}, options.overrides);
   Config reader = root.get_block(options.section).get_block(options.reader_section);
   std::unique_ptr<MinibatchSource> source = MinibatchSource::from_config(reader);
+  // Reports what was skipped however the run ends.
+  struct ReportSkips {
+    const MinibatchSource& source;
+    SkipReport* report;
+    ~ReportSkips() {
+      if (report != nullptr) *report = source.skip_report();
+    }
+  } report_skips{*source, options.skip_report};
 
   std::map<std::string, size_t> stream_index;
   for (size_t i = 0; i < source->streams().size(); ++i) stream_index[source->streams()[i].name] = i;

@@ -26,6 +26,8 @@ struct DumpOptions {
   bool shared_layout = true;          ///< requested streams must have identical layouts
   size_t max_minibatches = 10;        ///< per epoch (CNTK's test harness writes at most 10)
   bool keys = false;                  ///< write sequence keys instead of values
+  /// Receives what the reader skipped under maxErrors, also when an error ends the run; null: not wanted.
+  SkipReport* skip_report = nullptr;
 };
 
 /// Builds the reader and writes the minibatches to `out`. Throws cntkio errors.

@@ -15,6 +15,7 @@
 #include "pipeline/no_randomizer.hpp"
 #include "pipeline/packer.hpp"
 #include "pipeline/registry.hpp"
+#include "pipeline/skip_report.hpp"
 #include "pipeline/transform_stage.hpp"
 
 namespace cntkio {
@@ -94,6 +95,9 @@ class ComposedSource final : public MinibatchSource {
   }
 
   size_t current_sample_position() const override { return state_.position; }
+
+  SkipReport skip_report() const override { return skips_.report(); }
+  void set_skip_sources(pipeline::SkipSources skips) { skips_ = std::move(skips); }
 
   void set_v2_limits(size_t max_samples, size_t max_sweeps) override {
     if (max_samples != kInfinitelyRepeat && max_sweeps != kInfinitelyRepeat) {
@@ -248,25 +252,31 @@ class ComposedSource final : public MinibatchSource {
   bool v2_mode_ = false;
   bool v2_started_ = false;
   std::optional<ReaderState> pending_restore_;
+  pipeline::SkipSources skips_;
 };
 
 std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<Deserializer> deserializer,
                                                               const RandomizationSettings& r,
                                                               size_t max_invalid_sequences,
-                                                              const ReaderSettings& settings) {
+                                                              const ReaderSettings& settings,
+                                                              pipeline::SkipSources* skips = nullptr) {
   auto pool = settings.threads > 0 ? std::make_shared<core::ThreadPool>(settings.threads) : nullptr;
   if (!r.randomize) {
-    return std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), max_invalid_sequences, pool);
+    auto randomizer =
+        std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), max_invalid_sequences, pool);
+    if (skips) skips->sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
+    return randomizer;
   }
-  return std::make_shared<pipeline::BlockRandomizer>(std::move(deserializer), r.window, r.sample_based,
-                                                     r.seed, max_invalid_sequences, pool);
+  auto randomizer = std::make_shared<pipeline::BlockRandomizer>(std::move(deserializer), r.window, r.sample_based,
+                                                                r.seed, max_invalid_sequences, pool);
+  if (skips) skips->sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
+  return randomizer;
 }
 
 void check_precision(const Config& reader) {
   std::string precision = reader.get_string("precision", "float");
   if (precision != "float" && precision != "double") {
-    throw ConfigError("precision must be exactly 'float' or 'double', not '" + precision + "'.",
-                      reader.path() + ".precision");
+    throw reader.error("precision", "precision must be exactly 'float' or 'double', not '" + precision + "'.");
   }
 }
 
@@ -279,8 +289,8 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
     return std::make_unique<ComposedSource>(parts.enumerator, std::move(parts.packer), 0, settings);
   }
   if (type != "CNTKTextFormatDeserializer") {
-    throw ConfigError("readerType '" + reader_type + "' is not supported (supported: CNTKTextFormatReader).",
-                      reader.path() + ".readerType");
+    throw reader.error("readerType",
+                       "readerType '" + reader_type + "' is not supported (supported: CNTKTextFormatReader).");
   }
   CtfOptions options = ctf_options_from_config(reader, false);
   std::shared_ptr<Deserializer> deserializer = make_ctf_deserializer(options);
@@ -290,7 +300,7 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
   if (core::iequals(randomize, "none")) {
     r.randomize = false;
   } else {
-    r.randomize = Config::to_bool(randomize, reader.path() + ".randomize");
+    r.randomize = reader.get_bool("randomize", true);  // the same rules, with the error located
   }
   if (r.randomize) {
     size_t window =
@@ -302,11 +312,14 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
     if (window == 0) r.randomize = false;
   }
   const ReaderSettings settings = reader_settings(reader);
-  auto enumerator = make_randomizer(deserializer, r, 0, settings);
+  pipeline::SkipSources skips{{deserializer}, nullptr, {}};
+  auto enumerator = make_randomizer(deserializer, r, 0, settings, &skips);
   bool frame_mode = reader.get_bool("frameMode", false);
   auto packer = frame_mode ? pipeline::make_frame_packer(enumerator, false)
                            : pipeline::make_sequence_packer(enumerator, false);
-  return std::make_unique<ComposedSource>(enumerator, std::move(packer), 0, settings);
+  auto source = std::make_unique<ComposedSource>(enumerator, std::move(packer), 0, settings);
+  source->set_skip_sources(std::move(skips));
+  return source;
 }
 
 // Composite reader (deserializers = ( [...]:[...] )): spec pipeline.md §1.2, §3.1, §6.
@@ -315,11 +328,10 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   const bool truncated = reader.get_bool("truncated", false);
   const size_t truncation_length = reader.get_uint("truncationLength", 0);
   if (frame_mode && truncated) {
-    throw ConfigError("frameMode and truncated BPTT are mutually exclusive.", reader.path() + ".truncated");
+    throw reader.error("truncated", "frameMode and truncated BPTT are mutually exclusive.");
   }
   if (truncated && truncation_length == 0) {
-    throw ConfigError("truncated=true needs truncationLength greater than 0.",
-                      reader.path() + ".truncationLength");
+    throw reader.error("truncationLength", "truncated=true needs truncationLength greater than 0.");
   }
   const std::string precision = reader.get_string("precision", "float");
   const bool has_trace_level = reader.exists("traceLevel");
@@ -327,7 +339,7 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
 
   std::vector<Config> sections = reader.get_block_array("deserializers");
   if (sections.empty())
-    throw ConfigError("'deserializers' lists no deserializer.", reader.path() + ".deserializers");
+    throw reader.error("deserializers", "'deserializers' lists no deserializer.");
   // A sole ImageDeserializer, when randomizing, forces frame mode and a default window of 1 (spec
   // pipeline.md §1.2, image.md §2.1).
   const bool randomize = reader.get_bool("randomize", true);
@@ -373,10 +385,9 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
       r.sample_based = false;
       r.window = 4294967296ull / reader.get_uint("chunkSizeInBytes", 32ull << 20);
     } else {
-      throw ConfigError(
-          "A sample-based randomization window must be given explicitly (randomizationWindow) when a CTF "
-          "deserializer is used.",
-          reader.path() + ".randomizationWindow");
+      throw reader.error("randomizationWindow",
+                         "A sample-based randomization window must be given explicitly (randomizationWindow) when "
+                         "a CTF deserializer is used.");
     }
   }
   r.seed = reader.get_uint("randomizationSeed", 0);
@@ -385,7 +396,8 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   // multiThreadedDeserialization (default: on with an ImageDeserializer) transforms the sequences of a
   // minibatch on a pool; results do not depend on it.
   const bool parallel_transforms = reader.get_bool("multiThreadedDeserialization", any_image);
-  auto enumerator = pipeline::with_transforms(make_randomizer(joined, r, max_errors, settings),
+  pipeline::SkipSources skips{deserializers, deserializers.size() > 1 ? joined : nullptr, {}};
+  auto enumerator = pipeline::with_transforms(make_randomizer(joined, r, max_errors, settings, &skips),
                                               std::move(transformers), parallel_transforms ? settings.threads : 0);
   const bool local_timeline = reader.get_bool("localTimeline", true);
   std::unique_ptr<pipeline::Packer> packer;
@@ -397,8 +409,10 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   } else {
     packer = pipeline::make_sequence_packer(enumerator, local_timeline);
   }
-  return std::make_unique<ComposedSource>(enumerator, std::move(packer), truncated ? truncation_length : 0,
-                                          settings);
+  auto source =
+      std::make_unique<ComposedSource>(enumerator, std::move(packer), truncated ? truncation_length : 0, settings);
+  source->set_skip_sources(std::move(skips));
+  return source;
 }
 
 }  // namespace
@@ -406,8 +420,7 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
 std::unique_ptr<MinibatchSource> MinibatchSource::from_config(const Config& reader) {
   check_precision(reader);
   if (reader.exists("readers")) {
-    throw ConfigError("Several independent readers ('readers') are not supported.",
-                      reader.path() + ".readers");
+    throw reader.error("readers", "Several independent readers ('readers') are not supported.");
   }
   if (reader.exists("deserializers")) return make_composite(reader);
   const std::string reader_type = reader.get_string("readerType", "Cntk.Deserializers.TextFormat");

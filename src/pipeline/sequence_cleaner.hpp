@@ -4,9 +4,10 @@
 // over the cleaner's lifetime; once the count exceeds the allowed maximum, a batch that still has data
 // throws.
 //
-// Thread-safety: none; owned by one randomizer.
+// Thread-safety: clean() is for one thread (the randomizer's); removed() may be read from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 
 #include "pipeline/sequence_enumerator.hpp"
@@ -21,12 +22,12 @@ class SequenceCleaner {
   /// Throws Error if more than the maximum have been removed so far and `sequences` is not left empty.
   void clean(Sequences& sequences);
 
-  /// Number of sequences removed so far.
-  size_t removed() const { return removed_; }
+  /// Number of sequences removed so far (may be read from another thread).
+  size_t removed() const { return removed_.load(std::memory_order_relaxed); }
 
  private:
   size_t max_invalid_;
-  size_t removed_ = 0;
+  std::atomic<size_t> removed_{0};
 };
 
 }  // namespace cntkio::pipeline

@@ -67,6 +67,15 @@ Command add_dump_command(CLI::App& app) {
                    dump.features = split_commas(args->features);
                    dump.labels = split_commas(args->labels);
                    dump.shared_layout = !args->separate_layouts;
+                   SkipReport skipped;
+                   dump.skip_report = &skipped;
+                   // What maxErrors let through is never silent: one line on stderr at the end.
+                   struct PrintSkips {
+                     const SkipReport& report;
+                     ~PrintSkips() {
+                       if (!report.empty()) std::cerr << "warning: " << report.to_string() << '\n';
+                     }
+                   } print_skips{skipped};
                    if (args->output.empty()) {
                      std::ios::sync_with_stdio(false);
                      pipeline::run_dump(dump, std::cout);

@@ -76,6 +76,8 @@ void run_inspect(const InspectOptions& o) {
     std::cout << '\n';
   }
   std::cout << "position after these minibatches: sample " << source->current_sample_position() << '\n';
+  const SkipReport skipped = source->skip_report();
+  if (!skipped.empty()) std::cerr << "warning: " << skipped.to_string() << '\n';
 }
 
 }  // namespace

@@ -36,11 +36,16 @@ bool is_cache_writer() {
   return true;
 }
 
+const std::string& checked_path(const std::string& file) {
+  if (file.empty()) throw ConfigError("The CTF deserializer needs a 'file'.", "file");
+  return file;
+}
+
 class CtfDeserializer final : public Deserializer {
  public:
   explicit CtfDeserializer(const CtfOptions& options)
       : options_(options),
-        file_(options.file),
+        file_(checked_path(options.file)),
         logger_(options.trace_level,
                 options.log_sink ? core::Logger::Sink([sink = options.log_sink](core::LogLevel level,
                                                                                 std::string_view line) {
@@ -293,6 +298,16 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
       s.alias = name;
     }
     s.defines_mb_size = stream.get_bool("definesMBSize", false);
+    // The deserializer checks these too; here the error can point at the config text.
+    for (const CtfStreamOptions& earlier : options.streams) {
+      if (earlier.alias == s.alias) {
+        throw stream.error("alias", "Two streams use the alias '" + s.alias + "'; every input needs its own alias.");
+      }
+      if (earlier.defines_mb_size && s.defines_mb_size) {
+        throw stream.error("definesMBSize",
+                           "Only one stream may set definesMBSize=true ('" + name + "' is the second).");
+      }
+    }
     options.streams.push_back(std::move(s));
   }
   std::string precision = section.get_string("precision", "float");

@@ -1,0 +1,55 @@
+#include "pipeline/skip_report.hpp"
+
+#include "cntkio/ctf.hpp"
+#include "pipeline/bundler.hpp"
+
+namespace cntkio {
+
+namespace {
+std::string counted(uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+}  // namespace
+
+std::string SkipReport::to_string() const {
+  std::string out = "skipped " + counted(rows_skipped, "row", "rows") + ", " +
+                    counted(samples_skipped, "sample", "samples") + " and " +
+                    counted(sequences_skipped, "sequence", "sequences") + " (" +
+                    counted(errors, "input error", "input errors") + " tolerated under maxErrors)";
+  for (size_t i = 0; i < first_locations.size(); ++i) {
+    out += (i == 0 ? "; first at " : ", ") + first_locations[i];
+  }
+  return out;
+}
+
+namespace pipeline {
+
+SkipReport SkipSources::report() const {
+  SkipReport report;
+  for (const auto& d : deserializers) {
+    if (!d) continue;
+    CtfErrorSummary ctf;
+    try {
+      ctf = ctf_error_summary(*d);
+    } catch (const UsageError&) {
+      continue;  // not a CTF deserializer: the other formats tolerate no input errors
+    }
+    report.errors += ctf.errors;
+    report.rows_skipped += ctf.rows_skipped;
+    report.samples_skipped += ctf.samples_skipped;
+    report.first_locations.insert(report.first_locations.end(), ctf.first_locations.begin(),
+                                  ctf.first_locations.end());
+  }
+  if (sequences_removed) report.sequences_skipped = sequences_removed();
+  if (bundler) {
+    const BundlerDrops drops = bundler_drops(*bundler);
+    report.sequences_skipped += drops.sequences;
+    for (const std::string& key : drops.first_keys) {
+      report.first_locations.push_back("sequence " + key + " (its key is missing in another deserializer)");
+    }
+  }
+  return report;
+}
+
+}  // namespace pipeline
+}  // namespace cntkio

@@ -1,0 +1,25 @@
+// Where a reader's skip counts come from (MinibatchSource::skip_report): the error budgets of its
+// deserializers and the invalid-sequence cleaner of its randomizer.
+//
+// Thread-safety: report() may run while a prefetch thread reads (the counters it reads are synchronized).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "cntkio/deserializer.hpp"
+#include "cntkio/minibatch_source.hpp"
+
+namespace cntkio::pipeline {
+
+struct SkipSources {
+  std::vector<std::shared_ptr<Deserializer>> deserializers;  ///< as created (before bundling)
+  std::shared_ptr<Deserializer> bundler;                     ///< the joined deserializer, if any
+  std::function<size_t()> sequences_removed;                 ///< the randomizer's cleaner count; may be empty
+
+  SkipReport report() const;
+};
+
+}  // namespace cntkio::pipeline

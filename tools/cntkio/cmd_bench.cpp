@@ -1,0 +1,138 @@
+// `cntkio bench`: read whole sweeps of a reader section as fast as possible and report the throughput.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "cntkio/config.hpp"
+#include "cntkio/minibatch_source.hpp"
+#include "commands.hpp"
+
+namespace cntkio::cli {
+namespace {
+
+struct BenchArgs {
+  std::string config_file;
+  std::string section;
+  std::string reader_section = "reader";
+  std::vector<std::string> overrides;
+  size_t sweeps = 1;
+  size_t mb_size = 256;
+  int threads = -1;
+  bool json = false;
+};
+
+double peak_rss_mb() {
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// Bytes of the input files a reader section names (`file` keys of the reader and its deserializers).
+uint64_t input_bytes(const Config& reader) {
+  std::set<std::string> files;
+  auto add = [&files](const Config& section) {
+    if (section.exists_current("file")) files.insert(section.get_string("file"));
+  };
+  add(reader);
+  if (reader.exists_current("deserializers")) {
+    for (const Config& d : reader.get_block_array("deserializers")) add(d);
+  }
+  uint64_t bytes = 0;
+  for (const std::string& f : files) {
+    std::error_code ec;
+    uint64_t size = std::filesystem::file_size(f, ec);
+    if (!ec) bytes += size;
+  }
+  return bytes;
+}
+
+int run_bench(const BenchArgs& a) {
+  std::vector<std::string> overrides = a.overrides;
+  Config root = Config::from_files({a.config_file}, overrides);
+  Config reader = root.get_block(a.section).get_block(a.reader_section);
+  if (a.threads >= 0) reader.set("loaderThreads", std::to_string(a.threads));
+  const size_t threads = reader.get_uint("loaderThreads", std::max(1u, std::thread::hardware_concurrency()));
+  const uint64_t bytes_per_sweep = input_bytes(reader);
+  const bool progress = !a.json && ::isatty(STDERR_FILENO);
+
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  std::unique_ptr<MinibatchSource> source = MinibatchSource::from_config(reader);
+  source->set_v2_limits(kInfinitelyRepeat, a.sweeps);
+  Minibatch mb;
+  double first_minibatch_s = 0;
+  uint64_t samples = 0, sequences = 0, minibatches = 0, sweeps_done = 0;
+  while (source->next_minibatch_v2(a.mb_size, 1, 0, mb)) {
+    if (minibatches++ == 0) first_minibatch_s = std::chrono::duration<double>(Clock::now() - start).count();
+    sequences += mb.keys.size();
+    size_t longest = 0;
+    for (const StreamBatch& s : mb.streams) longest = std::max(longest, s.layout.num_samples());
+    samples += longest;
+    if (mb.end_of_sweep) ++sweeps_done;
+    if (progress && minibatches % 64 == 0) {
+      std::fprintf(stderr, "\rbench: sweep %zu/%zu, %llu minibatches, %llu samples",
+                   static_cast<size_t>(sweeps_done + 1), a.sweeps,
+                   static_cast<unsigned long long>(minibatches), static_cast<unsigned long long>(samples));
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (progress) std::fprintf(stderr, "\r%*s\r", 70, "");
+  const double mb_per_s =
+      static_cast<double>(bytes_per_sweep) * static_cast<double>(a.sweeps) / 1e6 / seconds;
+  if (a.json) {
+    std::printf(
+        "{\"mb_per_s\": %.3f, \"samples_per_s\": %.1f, \"sequences_per_s\": %.1f, \"seconds\": %.6f, "
+        "\"first_minibatch_s\": %.6f, \"peak_rss_mb\": %.1f, \"threads\": %zu, \"sweeps\": %zu, \"samples\": "
+        "%llu, "
+        "\"sequences\": %llu, \"minibatches\": %llu, \"input_bytes_per_sweep\": %llu}\n",
+        mb_per_s, static_cast<double>(samples) / seconds, static_cast<double>(sequences) / seconds, seconds,
+        first_minibatch_s, peak_rss_mb(), threads, a.sweeps, static_cast<unsigned long long>(samples),
+        static_cast<unsigned long long>(sequences), static_cast<unsigned long long>(minibatches),
+        static_cast<unsigned long long>(bytes_per_sweep));
+  } else {
+    std::printf("read %zu sweep(s): %llu samples, %llu sequences in %llu minibatches of %zu samples\n",
+                a.sweeps, static_cast<unsigned long long>(samples),
+                static_cast<unsigned long long>(sequences), static_cast<unsigned long long>(minibatches),
+                a.mb_size);
+    std::printf("time %.3f s (first minibatch after %.3f s), %zu loader thread(s)\n", seconds,
+                first_minibatch_s, threads);
+    std::printf("%.1f MB/s of input, %.0f samples/s, %.0f sequences/s, peak RSS %.1f MB\n", mb_per_s,
+                static_cast<double>(samples) / seconds, static_cast<double>(sequences) / seconds,
+                peak_rss_mb());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("bench", "Read whole sweeps of a reader section and report the throughput");
+  cmd->footer(
+      "Reads with cntk.io's v2 semantics (minibatches cross sweep boundaries). MB/s counts the bytes of the "
+      "files named by `file` keys once per sweep. --json prints one line with mb_per_s, samples_per_s, "
+      "sequences_per_s, seconds, first_minibatch_s, peak_rss_mb and threads.");
+  cmd->add_option("--config", args->config_file, "CNTK config file")->required();
+  cmd->add_option("--section", args->section, "Top-level block that holds the reader")->required();
+  cmd->add_option("--reader-section", args->reader_section, "Reader block inside the section")
+      ->default_val("reader");
+  cmd->add_option("--set", args->overrides, "Config override key=value (repeatable, applied in order)");
+  cmd->add_option("--sweeps", args->sweeps, "Sweeps to read")->default_val(1)->check(CLI::PositiveNumber);
+  cmd->add_option("--mb-size", args->mb_size, "Samples per minibatch")
+      ->default_val(256)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", args->threads,
+                  "Chunk-loading threads (default: the reader's loaderThreads, or nproc)");
+  cmd->add_flag("--json", args->json, "Print one JSON line");
+  return Command{cmd, [args]() { return run_bench(*args); }};
+}
+
+}  // namespace cntkio::cli
