@@ -3,6 +3,7 @@
 // allocation is a finding.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,7 +14,7 @@ namespace {
 
 // Visits every key of `scope` with every accessor, descending into blocks and block arrays.
 void walk(const cntkio::Config& scope, int depth) {
-  if (depth > 6) return;
+  if (depth > 5) return;
   for (const std::string& key : scope.keys()) {
     try {
       (void)scope.find_string(key);
@@ -38,7 +39,12 @@ void walk(const cntkio::Config& scope, int depth) {
     } catch (const cntkio::Error&) {
     }
     try {
-      for (const cntkio::Config& element : scope.get_block_array(key)) walk(element, depth + 1);
+      // Only real arrays: walking a plain block both as a block and as a one-element array would double the
+      // work at every level.
+      const std::optional<std::string> raw = scope.find_string(key);
+      if (raw && !raw->empty() && (*raw)[0] == '(') {
+        for (const cntkio::Config& element : scope.get_block_array(key)) walk(element, depth + 1);
+      }
     } catch (const cntkio::Error&) {
     }
     (void)scope.location(key);
