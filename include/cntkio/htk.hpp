@@ -128,24 +128,26 @@ struct HtkWriteOptions {
 void write_htk_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
                     const HtkWriteOptions& options = {});
 
-/// Options of `convert_ctf_to_htk`.
-struct CtfToHtkOptions {
-  std::string ctf_file;           ///< CTF input
-  std::string stream;             ///< name (alias) of the dense stream to convert, required
-  size_t dim = 0;                 ///< its dimension, required
-  std::string output_dir;         ///< where the feature files go (created if missing)
-  std::string scp_file;           ///< SCP to write; lines `key.<ext>=<file>[0,n-1]`
-  std::string extension = "fea";  ///< logical-name extension in the SCP (cut again when reading)
-  bool archive = false;   ///< one archive file (`features.htk`) with ranges instead of one file per sequence
-  HtkWriteOptions write;  ///< header settings
+/// Options of convert_to_htk.
+struct HtkConvertOptions {
+  std::string scp_file;           ///< SCP to write, required; one line `<key>.<extension>=<file>[first,last]`
+  std::string output_dir;         ///< where the feature files go (created); default: `<scp_file>.d`
+  std::string extension = "fea";  ///< logical-name extension (the reader cuts it off again)
+  bool archive = false;   ///< one file `features.htk` with a range per sequence, not a file per sequence
+  HtkWriteOptions write;  ///< header settings (kind, period, byte order, compression)
 };
-/// What convert_ctf_to_htk wrote.
-struct CtfToHtkResult {
+
+/// What convert_to_htk wrote.
+struct HtkConvertResult {
   size_t utterances = 0;
   size_t frames = 0;
 };
-/// Writes every sequence of stream `stream` of a CTF file as an HTK utterance plus an SCP line, keyed by
-/// the CTF sequence id. Throws FormatError, IoError, ConfigError.
-CtfToHtkResult convert_ctf_to_htk(const CtfToHtkOptions& options);
+
+/// Writes every sequence of the dense stream `stream` of `source` (chunks in id order, sequences in chunk
+/// order) as an HTK utterance and one SCP line keyed by the source's sequence key, so that an
+/// HTKFeatureDeserializer over the SCP reads the same values (float32; compressed output is quantised).
+/// Physical paths in the SCP are written relative to the SCP (`.../`) where possible. Throws UsageError
+/// (sparse stream, empty sequence, unusable key), IoError, and whatever the source throws.
+HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkConvertOptions& options);
 
 }  // namespace cntkio

@@ -244,74 +244,137 @@ void read_frames(const PositionedFile& file, const HtkHeader& header, uint64_t f
 
 }  // namespace cntkio::htk
 
+namespace cntkio::htk {
+
+void compression_vectors(const std::vector<float>& lo, const std::vector<float>& hi, std::vector<float>& a,
+                         std::vector<float>& b) {
+  a.assign(lo.size(), 1.0f);
+  b.assign(lo.size(), 0.0f);
+  for (size_t k = 0; k < lo.size(); ++k) {
+    if (hi[k] > lo[k]) {
+      a[k] = 2.0f * 32767.0f / (hi[k] - lo[k]);
+      b[k] = (hi[k] + lo[k]) * 32767.0f / (hi[k] - lo[k]);
+    } else {
+      b[k] = lo[k];  // a constant dimension: every value encodes as 0
+    }
+  }
+}
+
+HtkWriter::HtkWriter(std::string path, size_t dim, const HtkWriteOptions& options, std::vector<float> a,
+                     std::vector<float> b)
+    : path_(std::move(path)),
+      partial_(path_ + ".partial"),
+      dim_(dim),
+      options_(options),
+      a_(std::move(a)),
+      b_(std::move(b)) {
+  if (dim_ == 0) throw UsageError("HTK writer: dim must be greater than 0.");
+  const size_t value_bytes = options_.compressed ? 2 : 4;
+  if (dim_ * value_bytes > 0x7FFF) {
+    throw UsageError("HTK writer: " + std::to_string(dim_) +
+                     " values per frame do not fit HTK's sample size field.");
+  }
+  if (options_.compressed && (a_.size() != dim_ || b_.size() != dim_)) {
+    throw UsageError("HTK writer: compressed output needs A and B vectors of the frame dimension.");
+  }
+  swap_ = options_.big_endian != (std::endian::native == std::endian::big);
+  file_ = std::fopen(partial_.c_str(), "wb");
+  if (file_ == nullptr) throw IoError("cannot create HTK file", partial_, errno);
+  uint16_t kind = static_cast<uint16_t>(static_cast<uint16_t>(options_.kind) | options_.qualifiers);
+  if (options_.compressed) kind |= kQualC;
+  // The header is written again with the real frame count by finish().
+  unsigned char header[kHeaderBytes] = {};
+  uint32_t period = swap_ ? swap32(options_.sample_period) : options_.sample_period;
+  uint16_t size = static_cast<uint16_t>(dim_ * value_bytes);
+  if (swap_) size = swap16(size);
+  uint16_t kind_bytes = swap_ ? swap16(kind) : kind;
+  std::memcpy(header + 4, &period, 4);
+  std::memcpy(header + 8, &size, 2);
+  std::memcpy(header + 10, &kind_bytes, 2);
+  write(header, kHeaderBytes);
+  if (kind == kFestream) {
+    const unsigned char guid[kGuidBytes] = {};
+    write(guid, kGuidBytes);
+  }
+  if (options_.compressed) {
+    for (const std::vector<float>* v : {&a_, &b_}) {
+      for (float f : *v) {
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        if (swap_) bits = swap32(bits);
+        write(&bits, 4);
+      }
+    }
+  }
+}
+
+HtkWriter::~HtkWriter() {
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    std::remove(partial_.c_str());
+  }
+}
+
+void HtkWriter::write(const void* data, size_t bytes) {
+  if (std::fwrite(data, 1, bytes, file_) != bytes) throw IoError("cannot write HTK file", partial_, errno);
+}
+
+void HtkWriter::append(const float* frames, size_t count) {
+  const uint64_t stored = frames_ + count + (options_.compressed ? 4 : 0);
+  if (stored > 0x7FFFFFFFull)
+    throw UsageError("HTK writer: too many frames for one HTK file ('" + path_ + "').");
+  const size_t values = count * dim_;
+  buffer_.resize(values * (options_.compressed ? 2 : 4));
+  for (size_t i = 0; i < values; ++i) {
+    if (options_.compressed) {
+      const size_t k = i % dim_;
+      const float scaled = std::nearbyint(frames[i] * a_[k] - b_[k]);
+      auto v = static_cast<uint16_t>(static_cast<int16_t>(std::clamp(scaled, -32767.0f, 32767.0f)));
+      if (swap_) v = swap16(v);
+      std::memcpy(buffer_.data() + 2 * i, &v, 2);
+    } else {
+      uint32_t bits;
+      std::memcpy(&bits, &frames[i], 4);
+      if (swap_) bits = swap32(bits);
+      std::memcpy(buffer_.data() + 4 * i, &bits, 4);
+    }
+  }
+  write(buffer_.data(), buffer_.size());
+  frames_ += count;
+}
+
+void HtkWriter::finish() {
+  uint32_t stored = static_cast<uint32_t>(frames_ + (options_.compressed ? 4 : 0));
+  if (swap_) stored = swap32(stored);
+  if (std::fseek(file_, 0, SEEK_SET) != 0) throw IoError("cannot write HTK file", partial_, errno);
+  write(&stored, 4);
+  const int closed = std::fclose(file_);
+  file_ = nullptr;
+  if (closed != 0) throw IoError("cannot write HTK file", partial_, errno);
+  std::error_code ec;
+  std::filesystem::rename(partial_, path_, ec);
+  if (ec) throw IoError("cannot rename HTK file into place", path_, ec.value());
+}
+
+}  // namespace cntkio::htk
+
 namespace cntkio {
 
 void write_htk_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
                     const HtkWriteOptions& options) {
-  if (dim == 0) throw UsageError("write_htk_file: dim must be greater than 0.");
-  const size_t value_bytes = options.compressed ? 2 : 4;
-  if (dim * value_bytes > 0xFFFF) {
-    throw UsageError("write_htk_file: " + std::to_string(dim) +
-                     " values per frame do not fit HTK's 16-bit sample size.");
-  }
-  const uint64_t stored = num_frames + (options.compressed ? 4 : 0);
-  if (stored > 0x7FFFFFFFull) throw UsageError("write_htk_file: too many frames for one HTK file.");
-  const bool swap = options.big_endian != (std::endian::native == std::endian::big);
-  auto put32 = [&](std::string& out, uint32_t v) {
-    if (swap) v = htk::swap32(v);
-    out.append(reinterpret_cast<const char*>(&v), 4);
-  };
-  auto put16 = [&](std::string& out, uint16_t v) {
-    if (swap) v = htk::swap16(v);
-    out.append(reinterpret_cast<const char*>(&v), 2);
-  };
-  auto put_float = [&](std::string& out, float f) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    put32(out, bits);
-  };
-
-  uint16_t kind = static_cast<uint16_t>(static_cast<uint16_t>(options.kind) | options.qualifiers);
-  if (options.compressed) kind |= htk::kQualC;
-  std::string bytes;
-  bytes.reserve(12 + stored * dim * value_bytes);
-  put32(bytes, static_cast<uint32_t>(stored));
-  put32(bytes, options.sample_period);
-  put16(bytes, static_cast<uint16_t>(dim * value_bytes));
-  put16(bytes, kind);
-  if (kind == htk::kFestream) bytes.append(htk::kGuidBytes, '\0');
+  std::vector<float> a, b;
   if (options.compressed) {
-    // HTK's compression: per dimension, x = (v + B) / A with v in [-32767, 32767] spanning [min, max].
-    std::vector<float> a(dim, 1.0f), b(dim, 0.0f);
-    for (size_t k = 0; k < dim; ++k) {
-      float lo = num_frames ? frames[k] : 0.0f, hi = lo;
-      for (size_t t = 0; t < num_frames; ++t) {
-        lo = std::min(lo, frames[t * dim + k]);
-        hi = std::max(hi, frames[t * dim + k]);
-      }
-      if (hi > lo) {
-        a[k] = 2.0f * 32767.0f / (hi - lo);
-        b[k] = (hi + lo) * 32767.0f / (hi - lo);
-      } else {
-        a[k] = 1.0f;
-        b[k] = lo;  // every value encodes as 0
-      }
-    }
-    for (float v : a) put_float(bytes, v);
-    for (float v : b) put_float(bytes, v);
+    std::vector<float> lo(dim, 0.0f), hi(dim, 0.0f);
+    for (size_t k = 0; k < dim && num_frames > 0; ++k) lo[k] = hi[k] = frames[k];
     for (size_t i = 0; i < num_frames * dim; ++i) {
-      const size_t k = i % dim;
-      const float scaled = std::nearbyint(frames[i] * a[k] - b[k]);
-      const auto v = static_cast<int16_t>(std::clamp(scaled, -32767.0f, 32767.0f));
-      put16(bytes, static_cast<uint16_t>(v));
+      lo[i % dim] = std::min(lo[i % dim], frames[i]);
+      hi[i % dim] = std::max(hi[i % dim], frames[i]);
     }
-  } else {
-    for (size_t i = 0; i < num_frames * dim; ++i) put_float(bytes, frames[i]);
+    htk::compression_vectors(lo, hi, a, b);
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw IoError("cannot create HTK file", path, errno);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw IoError("cannot write HTK file", path, errno);
+  htk::HtkWriter writer(path, dim, options, std::move(a), std::move(b));
+  writer.append(frames, num_frames);
+  writer.finish();
 }
 
 }  // namespace cntkio

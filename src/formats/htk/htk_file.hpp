@@ -4,8 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
+
+#include "cntkio/htk.hpp"
 
 namespace cntkio::htk {
 
@@ -56,5 +59,39 @@ HtkHeader read_header(const PositionedFile& file);
 /// decompressing as needed. Throws FormatError if the file is shorter than its header says.
 void read_frames(const PositionedFile& file, const HtkHeader& header, uint64_t first, uint64_t count,
                  float* out);
+
+/// Writes one HTK feature file frame by frame: the header is completed by finish(), so the frame count need
+/// not be known in advance. The file is written as `<path>.partial` and renamed by finish().
+class HtkWriter {
+ public:
+  /// `a`/`b` (dim values each) are the compression vectors; required iff options.compressed.
+  HtkWriter(std::string path, size_t dim, const HtkWriteOptions& options, std::vector<float> a = {},
+            std::vector<float> b = {});
+  ~HtkWriter();
+  HtkWriter(const HtkWriter&) = delete;
+  HtkWriter& operator=(const HtkWriter&) = delete;
+
+  /// Appends `count` frames (count x dim floats). Throws IoError, UsageError (too many frames).
+  void append(const float* frames, size_t count);
+  uint64_t frames() const { return frames_; }
+  /// Writes the frame count into the header, closes and renames the file. Throws IoError.
+  void finish();
+
+ private:
+  void write(const void* data, size_t bytes);
+  std::string path_;
+  std::string partial_;
+  size_t dim_;
+  HtkWriteOptions options_;
+  std::vector<float> a_, b_;
+  std::FILE* file_ = nullptr;
+  uint64_t frames_ = 0;
+  bool swap_ = false;
+  std::vector<unsigned char> buffer_;
+};
+
+/// HTK's compression vectors for values in [lo[k], hi[k]] per dimension: x = (v + B) / A, v in ±32767.
+void compression_vectors(const std::vector<float>& lo, const std::vector<float>& hi, std::vector<float>& a,
+                         std::vector<float>& b);
 
 }  // namespace cntkio::htk

@@ -1,0 +1,154 @@
+// convert_to_htk: any deserializer's dense stream -> HTK feature files + SCP (cntkio convert-htk).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+
+#include "cntkio/errors.hpp"
+#include "cntkio/htk.hpp"
+#include "formats/htk/htk_file.hpp"
+
+namespace cntkio {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Calls `visit(key, frames, count)` for every sequence of `stream`, in chunk order, with float frames.
+template <typename Visit>
+void for_each_sequence(Deserializer& source, size_t stream, Visit&& visit) {
+  const StreamInfo& info = source.streams().at(stream);
+  const size_t dim = info.sample_dim();
+  std::vector<SequenceInfo> infos;
+  std::vector<SequenceData> data;
+  std::vector<float> frames;
+  for (const ChunkInfo& c : source.chunk_infos()) {
+    infos.clear();
+    source.sequence_infos_for_chunk(c.id, infos);
+    if (infos.empty()) continue;
+    const ChunkPtr chunk = source.load_chunk(c.id);
+    for (const SequenceInfo& s : infos) {
+      data.clear();
+      chunk->get_sequence(s.index_in_chunk, data);
+      const SequenceData& d = data.at(stream);
+      const std::string key = source.key_to_string(s.key);
+      if (!d.valid || d.number_of_samples == 0) {
+        throw UsageError("Sequence '" + key + "' has no samples in stream '" + info.name +
+                         "'; an HTK utterance needs at least one frame.");
+      }
+      const size_t values = static_cast<size_t>(d.number_of_samples) * dim;
+      frames.resize(values);
+      if (info.element_type == ElementType::kFloat) {
+        std::copy_n(static_cast<const float*>(d.values), values, frames.begin());
+      } else {
+        const auto* v = static_cast<const double*>(d.values);
+        for (size_t i = 0; i < values; ++i) frames[i] = static_cast<float>(v[i]);
+      }
+      visit(key, frames.data(), static_cast<size_t>(d.number_of_samples));
+    }
+  }
+}
+
+void check_key(const std::string& key) {
+  bool bad = key.empty() || key.find_first_of("=\r\n") != std::string::npos ||
+             key.find("...") != std::string::npos || key.front() == '/';
+  for (const auto& part : fs::path(key)) bad = bad || part == "..";
+  if (bad) {
+    throw UsageError(
+        "Sequence key '" + key +
+        "' cannot be written to an SCP file (it is empty, absolute, or holds '=', '...', '..' or a "
+        "line break).");
+  }
+}
+
+// The SCP spelling of `file`: `.../relative` below the SCP's directory, else relative to the working
+// directory (SCP without a directory), else absolute.
+std::string scp_path_of(const fs::path& file, const std::string& scp_file) {
+  const fs::path absolute = fs::absolute(file).lexically_normal();
+  const fs::path scp_dir = fs::path(scp_file).parent_path();
+  const fs::path base = scp_dir.empty() ? fs::current_path() : fs::absolute(scp_dir).lexically_normal();
+  const fs::path relative = absolute.lexically_relative(base);
+  if (!relative.empty() && *relative.begin() != "..") {
+    return scp_dir.empty() ? relative.generic_string() : ".../" + relative.generic_string();
+  }
+  return absolute.generic_string();
+}
+
+}  // namespace
+
+HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkConvertOptions& options) {
+  if (stream >= source.streams().size()) {
+    throw UsageError("convert_to_htk: the source has " + std::to_string(source.streams().size()) +
+                     " streams; " + std::to_string(stream) + " does not exist.");
+  }
+  const StreamInfo& info = source.streams()[stream];
+  if (info.storage != StorageFormat::kDense) {
+    throw UsageError("Stream '" + info.name + "' is sparse; HTK feature files hold dense frames only.");
+  }
+  if (options.scp_file.empty()) throw UsageError("convert_to_htk needs an SCP file name.");
+  if (options.extension.empty() || options.extension.find_first_of("./=[") != std::string::npos) {
+    throw UsageError("The SCP extension '" + options.extension +
+                     "' must be non-empty, without '.', '/', '=' or '['.");
+  }
+  const size_t dim = info.sample_dim();
+  const fs::path dir =
+      options.output_dir.empty() ? fs::path(options.scp_file + ".d") : fs::path(options.output_dir);
+  if (dir.string().find('[') != std::string::npos) {
+    throw UsageError("The output folder '" + dir.string() + "' holds '[', which an SCP line cannot carry.");
+  }
+  fs::create_directories(dir);
+
+  HtkConvertResult result;
+  std::string scp;
+  auto add_line = [&](const std::string& key, const fs::path& file, uint64_t first, uint64_t count) {
+    scp += key + "." + options.extension + "=" + scp_path_of(file, options.scp_file) + "[" +
+           std::to_string(first) + "," + std::to_string(first + count - 1) + "]\n";
+    ++result.utterances;
+    result.frames += count;
+  };
+
+  if (options.archive) {
+    const fs::path file = dir / "features.htk";
+    std::vector<float> a, b;
+    if (options.write
+            .compressed) {  // one pair of A/B vectors for the whole archive: a first pass for the range
+      std::vector<float> lo(dim, std::numeric_limits<float>::infinity());
+      std::vector<float> hi(dim, -std::numeric_limits<float>::infinity());
+      for_each_sequence(source, stream, [&](const std::string&, const float* frames, size_t count) {
+        for (size_t i = 0; i < count * dim; ++i) {
+          lo[i % dim] = std::min(lo[i % dim], frames[i]);
+          hi[i % dim] = std::max(hi[i % dim], frames[i]);
+        }
+      });
+      htk::compression_vectors(lo, hi, a, b);
+    }
+    htk::HtkWriter writer(file.string(), dim, options.write, std::move(a), std::move(b));
+    for_each_sequence(source, stream, [&](const std::string& key, const float* frames, size_t count) {
+      check_key(key);
+      const uint64_t first = writer.frames();
+      writer.append(frames, count);
+      add_line(key, file, first, count);
+    });
+    writer.finish();
+  } else {
+    for_each_sequence(source, stream, [&](const std::string& key, const float* frames, size_t count) {
+      check_key(key);
+      const fs::path file = dir / (key + ".htk");
+      fs::create_directories(file.parent_path());
+      write_htk_file(file.string(), frames, count, dim, options.write);
+      add_line(key, file, 0, count);
+    });
+  }
+  const std::string partial = options.scp_file + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out << scp;
+    if (!out) throw IoError("cannot write SCP file", partial, errno);
+  }
+  std::error_code ec;
+  fs::rename(partial, options.scp_file, ec);
+  if (ec) throw IoError("cannot rename SCP file into place", options.scp_file, ec.value());
+  return result;
+}
+
+}  // namespace cntkio
