@@ -208,6 +208,8 @@ std::vector<Case> ctf_cases() {
           ok("0 a=[1.23456789e+29]")));
   add(ctf("ctf_number_huge_exponent_digits", text("|a 1e99999999999999999999\n", "a:dense:1"),
           ok("0 a=[inf]")));
+  // Found by fuzz_ctf (minimized): the fast number path multiplied the exponent digits in an int.
+  add(ctf("ctf_fuzz_exponent_digits_overflow", text("|a 8e7777777777", "a:dense:1"), ok("0 a=[inf]")));
 
   // ---- sparse values ----
   add(ctf("ctf_sparse_index_equal_to_dim", text("|b 5:1\n", "b:sparse:5"),

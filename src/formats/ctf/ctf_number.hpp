@@ -70,7 +70,11 @@ double power_of_ten(int exponent);
     if (p < e && (*p == '-' || *p == '+')) negative_exponent = *p++ == '-';
     const char* exponent_digits = p;
     int exponent = 0;
-    while (p < e && static_cast<unsigned char>(*p - '0') < 10) exponent = exponent * 10 + (*p++ - '0');
+    // Only up to 4 digits are accumulated (more than 3 go to the slow path): no int overflow on long runs.
+    while (p < e && static_cast<unsigned char>(*p - '0') < 10) {
+      if (p - exponent_digits < 4) exponent = exponent * 10 + (*p - '0');
+      ++p;
+    }
     if (p == exponent_digits || p - exponent_digits > 3) return false;
     value = value * power_of_ten(negative_exponent ? -exponent : exponent);
   }
