@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 
+#include "cntkio/cbf.hpp"
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
 #include "core/text.hpp"
@@ -288,12 +289,20 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
     pipeline::ReaderParts parts = pipeline::make_image_reader(reader, settings.threads);
     return std::make_unique<ComposedSource>(parts.enumerator, std::move(parts.packer), 0, settings);
   }
-  if (type != "CNTKTextFormatDeserializer") {
+  const bool cbf = type == "CNTKBinaryFormatDeserializer";
+  if (type != "CNTKTextFormatDeserializer" && !cbf) {
     throw reader.error("readerType",
-                       "readerType '" + reader_type + "' is not supported (supported: CNTKTextFormatReader).");
+                       "readerType '" + reader_type + "' is not supported (supported: CNTKTextFormatReader, CNTKBinaryReader).");
   }
-  CtfOptions options = ctf_options_from_config(reader, false);
-  std::shared_ptr<Deserializer> deserializer = make_ctf_deserializer(options);
+  std::shared_ptr<Deserializer> deserializer;
+  size_t auto_window_in_chunks = kCbfDefaultWindowInChunks;  // CNTKBinaryReader: 128 (spec pipeline.md §3.1)
+  if (cbf) {
+    deserializer = make_cbf_deserializer(cbf_options_from_config(reader));
+  } else {
+    CtfOptions options = ctf_options_from_config(reader, false);
+    deserializer = make_ctf_deserializer(options);
+    auto_window_in_chunks = 4294967296ull / options.chunk_size_in_bytes;
+  }
 
   RandomizationSettings r;
   std::string randomize = reader.get_string("randomize", "true");
@@ -306,7 +315,7 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
     size_t window =
         reader.exists("randomizationWindow") ? reader.get_uint("randomizationWindow") : kRandomizeAuto;
     r.sample_based = reader.get_bool("sampleBasedRandomizationWindow", false);
-    if (!r.sample_based && window == kRandomizeAuto) window = 4294967296ull / options.chunk_size_in_bytes;
+    if (!r.sample_based && window == kRandomizeAuto) window = auto_window_in_chunks;
     r.window = window;
     r.seed = reader.get_uint("randomizationSeed", 0);
     if (window == 0) r.randomize = false;
@@ -314,7 +323,7 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
   const ReaderSettings settings = reader_settings(reader);
   pipeline::SkipSources skips{{deserializer}, nullptr, {}};
   auto enumerator = make_randomizer(deserializer, r, 0, settings, &skips);
-  bool frame_mode = reader.get_bool("frameMode", false);
+  bool frame_mode = !cbf && reader.get_bool("frameMode", false);  // CNTKBinaryReader always packs sequences
   auto packer = frame_mode ? pipeline::make_frame_packer(enumerator, false)
                            : pipeline::make_sequence_packer(enumerator, false);
   auto source = std::make_unique<ComposedSource>(enumerator, std::move(packer), 0, settings);

@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 
+#include "cntkio/cbf.hpp"
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
@@ -30,6 +31,18 @@ const std::vector<Registration>& registrations() {
          options.keep_data_in_memory = false;  // only the stand-alone CTF reader honours it (spec ctf.md §9)
          options.keys = context.keys;
          return make_ctf_deserializer(options);
+       }},
+      {"CNTKBinaryFormatDeserializer",
+       {"CNTKBinaryReader", "Cntk.Deserializers.Binary"},
+       [](const Config& section, const DeserializerContext& context) {
+         CbfOptions options = cbf_options_from_config(section);
+         options.keep_data_in_memory = false;  // only the stand-alone CNTKBinaryReader honours it (spec cbf.md §1.3)
+         if (context.keys && !context.keys->is_numeric()) {
+           throw ConfigError("CNTKBinaryFormatDeserializer supports only numeric sequence keys (its keys are "
+                             "sequence indices); do not set useNumericSequenceKeys=false.",
+                             section.path() + ".type");
+         }
+         return make_cbf_deserializer(options);
        }},
       {"ImageDeserializer",
        {"ImageReader", "Cntk.Deserializers.Image"},

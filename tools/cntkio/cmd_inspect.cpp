@@ -5,6 +5,7 @@
 #include "cntkio/config.hpp"
 #include "cntkio/ctf.hpp"
 #include "cntkio/minibatch_source.hpp"
+#include "cmd_inspect_file.hpp"
 #include "commands.hpp"
 #include "pipeline/registry.hpp"
 
@@ -12,6 +13,7 @@ namespace cntkio::cli {
 namespace {
 
 struct InspectOptions {
+  std::string file;  // a CBF file whose header is printed (no config needed)
   std::string config_file;
   std::string section;
   std::string reader_section = "reader";
@@ -86,15 +88,22 @@ Command add_inspect_command(CLI::App& app) {
   auto inspect = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand(
       "inspect", "Describe a reader section: its files, index, streams and first minibatches");
-  cmd->add_option("--config", inspect->config_file, "CNTK config file")->required();
-  cmd->add_option("--section", inspect->section, "Top-level block that holds the reader")->required();
+  cmd->add_option("FILE", inspect->file, "A CBF file (either layout): print its header, chunk table and counts");
+  cmd->add_option("--config", inspect->config_file, "CNTK config file (required unless FILE is given)");
+  cmd->add_option("--section", inspect->section, "Top-level block that holds the reader (with --config)");
   cmd->add_option("--reader-section", inspect->reader_section, "Reader block inside the section")
       ->default_val("reader");
   cmd->add_option("--set", inspect->overrides, "Config override key=value (repeatable)");
   cmd->add_option("--minibatches", inspect->minibatches, "Minibatches to describe")->default_val(3);
   cmd->add_option("--mb-size", inspect->mb_size, "Samples per minibatch")->default_val(32);
   return Command{cmd, [inspect]() {
-                   run_inspect(*inspect);
+                   if (!inspect->file.empty()) inspect_data_file(inspect->file, std::cout);
+                   if (inspect->file.empty() || !inspect->config_file.empty()) {
+                     if (inspect->config_file.empty() || inspect->section.empty()) {
+                       throw UsageError("inspect needs a FILE, or --config and --section.");
+                     }
+                     run_inspect(*inspect);
+                   }
                    return 0;
                  }};
 }

@@ -17,6 +17,7 @@ struct Command {
 
 Command add_dump_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
+Command add_convert_command(CLI::App& app);
 Command add_convert_htk_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   std::vector<cntkio::cli::Command> commands = {
       cntkio::cli::add_dump_command(app),
       cntkio::cli::add_inspect_command(app),
+      cntkio::cli::add_convert_command(app),
       cntkio::cli::add_convert_htk_command(app),
       cntkio::cli::add_bench_command(app),
   };
