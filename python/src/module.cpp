@@ -5,6 +5,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -116,7 +117,15 @@ class Batch {
 class Reader {
  public:
   explicit Reader(const Config& reader)
-      : mode_(packing_mode(reader)), source_(MinibatchSource::from_config(reader)) {}
+      : mode_(packing_mode(reader)), source_(MinibatchSource::from_config(reader)), owner_pid_(::getpid()) {}
+
+  // A process forked from the creator (a DataLoader worker) inherits the object but not its background
+  // threads: destroying it there would wait for threads that do not exist, so it is left alone.
+  ~Reader() {
+    if (::getpid() != owner_pid_) (void)source_.release();
+  }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
 
   static std::unique_ptr<Reader> from_text(const std::string& text, const std::string& source_name,
                                            const std::vector<std::string>& overrides,
@@ -154,11 +163,13 @@ class Reader {
   }
 
   void set_v2_limits(size_t max_samples, size_t max_sweeps) {
+    check_process();
     std::lock_guard<std::mutex> lock(mutex_);
     source_->set_v2_limits(max_samples, max_sweeps);
   }
 
   py::object next_v2(size_t minibatch_size, size_t num_partitions, size_t partition_index) {
+    check_process();
     auto minibatch = std::make_shared<Minibatch>();
     bool got = false;
     {
@@ -171,12 +182,14 @@ class Reader {
 
   void start_epoch(size_t minibatch_size, size_t epoch_index, size_t epoch_size, size_t rank,
                    size_t workers) {
+    check_process();
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
     source_->start_epoch(minibatch_size, epoch_index, epoch_size, rank, workers);
   }
 
   py::object next_v1() {
+    check_process();
     auto minibatch = std::make_shared<Minibatch>();
     bool got = false;
     {
@@ -193,6 +206,7 @@ class Reader {
   }
 
   void restore(const std::string& json) {
+    check_process();
     ReaderState state = ReaderState::from_json(json);
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -203,6 +217,7 @@ class Reader {
   // `max_minibatches`: (minibatches, samples of stream 0, seconds). The C++ reference figure of
   // bench/python_throughput.py.
   py::tuple read_loop(size_t minibatch_size, size_t max_minibatches) {
+    check_process();
     size_t minibatches = 0, samples = 0;
     double seconds = 0;
     {
@@ -222,6 +237,7 @@ class Reader {
   // Samples in one sweep: the position where v1 epoch 1 of one sweep starts. Reconfigures the reader (call it
   // before reading).
   size_t sweep_size() {
+    check_process();
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
     source_->start_epoch(1, 1, kFullSweep, 0, 1);
@@ -229,6 +245,15 @@ class Reader {
   }
 
  private:
+  void check_process() const {
+    if (::getpid() != owner_pid_) {
+      throw UsageError(
+          "This MinibatchSource was created in another process (this one was forked from it, e.g. a "
+          "DataLoader "
+          "worker); create the source in the process that reads it (cntkio.torch.MinibatchDataset does).");
+    }
+  }
+
   py::object wrap(bool got, std::shared_ptr<Minibatch> minibatch) const {
     if (!got) return py::none();
     return py::cast(Batch(std::move(minibatch), mode_));
@@ -236,6 +261,7 @@ class Reader {
 
   PackingMode mode_;
   std::unique_ptr<MinibatchSource> source_;
+  pid_t owner_pid_;
   mutable std::mutex mutex_;
 };
 

@@ -278,3 +278,32 @@ def test_reading_releases_the_gil(tmp_path):
         done.wait(0.0002)
     reader.join()
     assert len(ticks) >= 5
+
+
+def test_a_forked_process_may_drop_but_not_use_an_inherited_source(data):
+    import os
+    import time
+
+    source = ctf_source(data, randomize=False)
+    source.next_minibatch(4)  # the reader now has a prefetch read in flight on its own thread
+    pid = os.fork()
+    if pid == 0:  # child: the inherited reader has no threads here
+        code = 1
+        try:
+            source.next_minibatch(4)
+        except ValueError as e:
+            code = 0 if "created in another process" in str(e) else 2
+        del source  # must not wait for the parent's threads
+        os._exit(code)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked process hung destroying the inherited source")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert sequence_ids(source.next_minibatch(4)) == [2]  # the parent's source is untouched

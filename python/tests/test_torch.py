@@ -26,19 +26,26 @@ def make_source(path, randomize=True):
                                   randomization_window_in_samples=40 if randomize else 0)
 
 
-def make_config_source(path):
-    """A source with small chunks, so randomized partitions own whole chunks each."""
+def write_config(path):
+    """A reader config over `path` with small chunks, so randomized partitions own whole chunks each."""
     text = path + ".cntk"
     with open(text, "w") as out:
         out.write('r = [ reader = [ randomize = true ; randomizationWindow = 2 ; sampleBasedRandomizationWindow = '
                   'false\n deserializers = ( [ type = CNTKTextFormatDeserializer ; file = "%s" ; chunkSizeInBytes '
                   '= 150 ; input = [ features = [ alias = f ; dim = 2 ; format = dense ] ] ] ) ] ]\n' % path)
-    return cntkio.MinibatchSource.from_config(text, "r")
+    return text
+
+
+def make_config_source(path):
+    """Reads the config write_config(path) wrote (each worker process calls this)."""
+    return cntkio.MinibatchSource.from_config(path + ".cntk", "r")
 
 
 @pytest.fixture
 def data(tmp_path):
-    return write_ctf(tmp_path / "t.ctf", LENGTHS)
+    path = write_ctf(tmp_path / "t.ctf", LENGTHS)
+    write_config(path)
+    return path
 
 
 def ids_of(batch):
