@@ -149,16 +149,17 @@ class MinibatchDataset(IterableDataset):
         reader = source._reader
         epoch = self.epoch
         if self.epoch_size is None:
-            size = reader.sweep_size()
-            if size == 0:
-                return
+            # Epoch k starts at sample k·S; S (one sweep) costs a chunk read to learn, so epoch 0 skips it.
+            size = reader.sweep_size() if epoch > 0 else 0
             source._max_samples, source._max_sweeps = _source.INFINITELY_REPEAT, epoch + 1
         else:
             size = self.epoch_size
             source._max_samples, source._max_sweeps = (epoch + 1) * size, _source.INFINITELY_REPEAT
         reader.set_v2_limits(source._max_samples, source._max_sweeps)
         source._mode = "v2"
-        reader.restore(json.dumps(self._start_state(epoch, epoch * size, partition, partitions)))
+        start = self._start_state(epoch, epoch * size, partition, partitions)
+        if start != {"minibatchSourcePosition": 0, "sequenceCounter": 0}:  # restoring the start would reread it
+            reader.restore(json.dumps(start))
         self._seen_partitions = partitions
         global_size = self.minibatch_size * partitions
         while True:
