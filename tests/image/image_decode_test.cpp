@@ -109,9 +109,15 @@ std::vector<unsigned char> with_orientation(const std::vector<unsigned char>& jp
   const size_t length = segment.size() - 2;
   segment[2] = static_cast<unsigned char>(length >> 8);
   segment[3] = static_cast<unsigned char>(length & 0xFF);
-  std::vector<unsigned char> out(jpeg.begin(), jpeg.begin() + 2);
-  out.insert(out.end(), segment.begin(), segment.end());
-  out.insert(out.end(), jpeg.begin() + 2, jpeg.end());
+  // (element by element: GCC 12 reports a false -Warray-bounds for range inserts here at -O3)
+  std::vector<unsigned char> out;
+  out.reserve(jpeg.size() + segment.size());
+  for (size_t i = 0; i < jpeg.size(); ++i) {
+    if (i == 2) {
+      for (unsigned char b : segment) out.push_back(b);
+    }
+    out.push_back(jpeg[i]);
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <fstream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <optional>
@@ -328,7 +329,8 @@ class IntensityTransform final : public ImageTransform {
     where.file = options_.file;
     cv::FileStorage storage;
     try {
-      storage.open(options_.file, cv::FileStorage::READ);
+      // (a missing file is not handed to OpenCV, which would log its own error)
+      if (std::ifstream(options_.file).good()) storage.open(options_.file, cv::FileStorage::READ);
     } catch (const cv::Exception&) {
     }
     if (!storage.isOpened()) throw FormatError("Could not open file: " + options_.file, where);
@@ -402,7 +404,7 @@ class MeanTransform final : public ImageTransform {
     where.file = options.file;
     cv::FileStorage storage;
     try {
-      storage.open(options.file, cv::FileStorage::READ);
+      if (std::ifstream(options.file).good()) storage.open(options.file, cv::FileStorage::READ);
     } catch (const cv::Exception&) {
     }
     if (!storage.isOpened()) throw FormatError("Could not open file: " + options.file, where);
