@@ -20,11 +20,13 @@ struct BundledChunkDescription {
   std::vector<BundledSequence> sequences;
 };
 
-// A loaded bundle: the primary chunk plus, per valid primary sequence, where its secondary data lies.
+// A loaded bundle: the primary chunk plus, per valid primary sequence, where its secondary data lies. Flat
+// tables indexed by the primary's index: in frame mode every frame is a sequence, so lookups must be cheap.
 class BundledChunk final : public Chunk {
  public:
+  static constexpr uint32_t kNoSlot = 0xFFFFFFFFu;
   struct Part {
-    ChunkPtr chunk;  // null: the key was not found at load time
+    const Chunk* chunk = nullptr;  // null: the key was not found at load time (owned through `owned_`)
     uint32_t index = 0;
   };
 
@@ -33,10 +35,10 @@ class BundledChunk final : public Chunk {
 
   void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const override {
     primary_->get_sequence(index_in_chunk, out);
-    auto it = parts_.find(index_in_chunk);
+    const uint32_t slot = index_in_chunk < slot_of_.size() ? slot_of_[index_in_chunk] : kNoSlot;
     for (size_t d = 0; d < secondaries_; ++d) {
-      const Part* part = it == parts_.end() ? nullptr : &it->second[d];
-      if (part == nullptr || !part->chunk) {
+      const Part* part = slot == kNoSlot ? nullptr : &parts_[slot * secondaries_ + d];
+      if (part == nullptr || part->chunk == nullptr) {
         for (size_t s = 0; s < stream_counts_[d + 1]; ++s) {
           SequenceData invalid;
           invalid.valid = false;
@@ -51,7 +53,9 @@ class BundledChunk final : public Chunk {
   ChunkPtr primary_;
   size_t secondaries_;
   std::vector<size_t> stream_counts_;
-  std::map<uint32_t, std::vector<Part>> parts_;
+  std::vector<uint32_t> slot_of_;  // primary index -> slot (kNoSlot: not bundled)
+  std::vector<Part> parts_;        // slot * secondaries + d
+  std::vector<ChunkPtr> owned_;    // the secondary chunks the parts point into
 };
 
 class Bundler final : public Deserializer {
@@ -132,16 +136,26 @@ class Bundler final : public Deserializer {
     auto chunk = std::make_shared<BundledChunk>(members_[0]->load_chunk(description.primary_chunk),
                                                 members_.size() - 1, stream_counts_);
     std::vector<std::map<uint32_t, ChunkPtr>> loaded(members_.size());
-    for (const BundledSequence& s : description.sequences) {
-      std::vector<BundledChunk::Part> parts(members_.size() - 1);
+    const size_t secondaries = members_.size() - 1;
+    uint32_t max_index = 0;
+    for (const BundledSequence& s : description.sequences)
+      max_index = std::max(max_index, s.index_in_primary_chunk);
+    chunk->slot_of_.assign(description.sequences.empty() ? 0 : static_cast<size_t>(max_index) + 1,
+                           BundledChunk::kNoSlot);
+    chunk->parts_.resize(description.sequences.size() * secondaries);
+    for (size_t slot = 0; slot < description.sequences.size(); ++slot) {
+      const BundledSequence& s = description.sequences[slot];
+      chunk->slot_of_[s.index_in_primary_chunk] = static_cast<uint32_t>(slot);
       for (size_t d = 1; d < members_.size(); ++d) {
         std::optional<SequenceInfo> info = members_[d]->sequence_info_by_key(s.key);
         if (!info) continue;
         ChunkPtr& secondary = loaded[d][info->chunk_id];
-        if (!secondary) secondary = members_[d]->load_chunk(info->chunk_id);
-        parts[d - 1] = BundledChunk::Part{secondary, info->index_in_chunk};
+        if (!secondary) {
+          secondary = members_[d]->load_chunk(info->chunk_id);
+          chunk->owned_.push_back(secondary);
+        }
+        chunk->parts_[slot * secondaries + d - 1] = BundledChunk::Part{secondary.get(), info->index_in_chunk};
       }
-      chunk->parts_.emplace(s.index_in_primary_chunk, std::move(parts));
     }
     return chunk;
   }

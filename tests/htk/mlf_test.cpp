@@ -284,3 +284,16 @@ TEST(MlfDeserializer, SmallChunkSizeSplitsTheIndexByBytes) {
   for (size_t t = 0; t < l.classes.size(); ++t)
     EXPECT_EQ(l.classes[t], static_cast<int32_t>(corpus.utterances[7].classes[t]));
 }
+
+TEST(MlfDeserializer, AChunkStillHeldIsHandedOutAgainInsteadOfReparsed) {
+  TempDir dir;
+  const htk_test::Corpus corpus = htk_test::make_corpus(dir);
+  auto d = make_mlf_deserializer(mlf_options(corpus.mlf, corpus.states, corpus.num_states, true));
+  ChunkPtr first = d->load_chunk(0);
+  EXPECT_EQ(d->load_chunk(0), first);  // shared while someone holds it
+  first.reset();
+  ChunkPtr again = d->load_chunk(0);  // parsed anew after release, with the same data
+  std::vector<SequenceData> out;
+  again->get_sequence(3, out);
+  EXPECT_EQ(out[0].indices[0], static_cast<int32_t>(corpus.utterances[0].classes[3]));
+}

@@ -9,6 +9,7 @@
 #include "cntkio/htk.hpp"
 #include "core/logger.hpp"
 #include "core/text.hpp"
+#include "formats/htk/alive_chunks.hpp"
 #include "formats/htk/htk_file.hpp"
 #include "formats/htk/scp.hpp"
 
@@ -196,6 +197,12 @@ class HtkFeatureDeserializer final : public Deserializer {
   }
 
   ChunkPtr load_chunk(uint32_t chunk_id) override {
+    checked_chunk(chunk_id);
+    return alive_.get(chunk_id, [&] { return parse_chunk(chunk_id); });
+  }
+
+ private:
+  ChunkPtr parse_chunk(uint32_t chunk_id) const {
     const ChunkDescription& chunk = checked_chunk(chunk_id);
     std::vector<float> raw(static_cast<size_t>(chunk.frames) * file_dim_);
     std::vector<uint32_t> first_frames(chunk.num_utterances);
@@ -244,6 +251,7 @@ class HtkFeatureDeserializer final : public Deserializer {
                                       std::move(lengths));
   }
 
+ public:
   std::string key_to_string(const SequenceKey& key) const override {
     return options_.keys->key_of(key.sequence);
   }
@@ -423,6 +431,7 @@ class HtkFeatureDeserializer final : public Deserializer {
   size_t left_ = 0;
   size_t right_ = 0;
   size_t output_dim_ = 0;
+  htk::AliveChunks alive_;
 };
 
 }  // namespace

@@ -123,7 +123,7 @@ StateTable StateTable::from_names(const std::vector<std::string>& names, const s
 }
 
 bool StateTable::find(std::string_view name, uint32_t& id) const {
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   if (it == ids_.end()) return false;
   id = it->second;
   return true;

@@ -24,8 +24,12 @@ class StateTable {
   bool empty() const { return names_.empty(); }
 
  private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   std::vector<std::string> names_;
-  std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;  // looked up without copying
 };
 
 /// One label line: frames [first, first + count) carry class `class_id`.

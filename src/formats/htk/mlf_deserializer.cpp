@@ -8,6 +8,7 @@
 #include "cntkio/htk.hpp"
 #include "core/logger.hpp"
 #include "core/mapped_file.hpp"
+#include "formats/htk/alive_chunks.hpp"
 #include "formats/htk/mlf.hpp"
 
 namespace cntkio {
@@ -180,6 +181,11 @@ class MlfDeserializer final : public Deserializer {
                        " chunks; chunk " + std::to_string(chunk_id) + " does not exist.");
     }
     check_frames_beyond_labels(chunk_id);
+    return alive_.get(chunk_id, [&] { return parse_chunk(chunk_id); });
+  }
+
+ private:
+  ChunkPtr parse_chunk(uint32_t chunk_id) const {
     const MlfChunkDescription& chunk = chunks_[chunk_id];
     const size_t frames = static_cast<size_t>(chunk.frames);
     std::vector<int32_t> classes(frames, 0);
@@ -206,6 +212,7 @@ class MlfDeserializer final : public Deserializer {
                                       std::move(valid));
   }
 
+ public:
   std::string key_to_string(const SequenceKey& key) const override {
     return options_.keys->key_of(key.sequence);
   }
@@ -367,6 +374,7 @@ class MlfDeserializer final : public Deserializer {
   mutable std::mutex beyond_mutex_;
   mutable std::unordered_map<uint32_t, uint32_t> beyond_labels_;  // utterance -> feature frames asked for
   mutable std::set<uint32_t> warned_;
+  htk::AliveChunks alive_;
 };
 
 }  // namespace
