@@ -7,8 +7,9 @@
 
 #include "catalogue/catalogue.hpp"
 
-#if __has_include("cntkio/cbf.hpp")
+#if __has_include("cntkio/cbf.hpp") && __has_include("cntkio/convert.hpp")
 #include "cntkio/cbf.hpp"
+#include "cntkio/convert.hpp"
 #define CNTKIO_CATALOGUE_HAS_CBF 1
 #endif
 
@@ -163,6 +164,32 @@ Case truncations(std::string name, std::string bytes) {
       expect_located(run_cbf(dir, bytes.substr(0, n)), 0, n);
     }
   };
+  return c;
+}
+
+// Converts `ctf` (streams a: dense 1, b: sparse 7) to `to` and reads the output back.
+Outcome run_convert(const std::string& dir, const std::string& ctf, DataFormat to) {
+  return capture(dir, [&](Outcome& out) {
+    ConvertOptions options;
+    options.to = to;
+    options.streams = {parse_convert_stream("a::1:dense"), parse_convert_stream("b::7:sparse")};
+    options.log = [](std::string_view) {};
+    const std::string output = dir + "/data.cbf";
+    convert_file(write_file(dir, "data.ctf", ctf), DataFormat::kCtf, output, options);
+    CbfOptions read;
+    read.file = output;
+    read.element_type = std::nullopt;
+    read.trace_level = 0;
+    auto d = make_cbf_deserializer(read);
+    out.data = render_all(*d);
+  });
+}
+
+Case convert(std::string name, std::string ctf, DataFormat to, Expect expect) {
+  Case c;
+  c.name = std::move(name);
+  c.run = [ctf = std::move(ctf), to](const std::string& dir) { return run_convert(dir, ctf, to); };
+  c.expect = std::move(expect);
   return c;
 }
 
@@ -379,6 +406,13 @@ std::vector<Case> cbf_cases() {
       },
       0, lsize));
   add(truncations("cbf_legacy_truncated_at_every_offset", leg.bytes));
+
+  // ---- converters (found by fuzz_roundtrip: an empty sparse sample made the writer memcpy from null) ----
+  add(convert("cbf_convert_empty_sparse_sample", "|b|a 0\n", DataFormat::kCbf, ok("0 a=[0] b=[]")));
+  add(convert("cbf_convert_empty_sparse_sample_legacy", "|b|a 0\n", DataFormat::kCbfLegacy,
+              ok("0 a=[0] b=[]")));
+  add(convert("cbf_convert_legacy_round_trip", "0 |a 1 |b 3:2\n1 |a 2 |b 1:1 6:5\n", DataFormat::kCbfLegacy,
+              ok("0 a=[1] b=[3:2]; 1 a=[2] b=[1:1 6:5]")));
   return cases;
 }
 

@@ -1,0 +1,126 @@
+// The command line's side of the error model: one `error:` line, `-v` details, exit codes documented in
+// --help, and the `warning: skipped ...` line of a run that tolerated errors (runs the built `cntkio`).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The cntkio binary next to this test's build folder (build/tests/cntkio_unit_tests -> build/cntkio).
+fs::path cli_path() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : self.parent_path().parent_path() / "cntkio";
+}
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+CliRun run(const std::string& arguments) {
+  CliRun r;
+  const std::string command = cli_path().string() + " " + arguments + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.output.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(cli_path())) GTEST_SKIP() << "cntkio is not built next to the tests";
+    dir_ = fs::temp_directory_path() / ("cntkio_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  std::string write(const std::string& name, const std::string& content) {
+    std::ofstream(dir_ / name, std::ios::binary) << content;
+    return (dir_ / name).string();
+  }
+  fs::path dir_;
+};
+
+TEST_F(Cli, HelpDocumentsEveryExitCode) {
+  CliRun r = run("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* code : {"0 success", "1 other error", "2 bad command line", "3 configuration error",
+                           "4 malformed input data", "5 I/O error", "-v"}) {
+    EXPECT_NE(r.output.find(code), std::string::npos) << code << " missing in:\n" << r.output;
+  }
+}
+
+TEST_F(Cli, MissingConfigIsOneErrorLineAndExitCode5) {
+  const std::string missing = (dir_ / "none.cntk").string();
+  CliRun r = run("dump --config " + missing + " --section Train --mb-size 1");
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_EQ(r.output, "error: cannot open config file '" + missing + "': No such file or directory\n");
+  CliRun v = run("-v dump --config " + missing + " --section Train --mb-size 1");
+  EXPECT_EQ(v.exit_code, 5);
+  EXPECT_NE(
+      v.output.find("kind: I/O (IoError)\n  path: " + missing + "\n  errno: 2 (No such file or directory)"),
+      std::string::npos)
+      << v.output;
+}
+
+TEST_F(Cli, ConfigErrorNamesFileLineColumnAndKeyExitCode3) {
+  const std::string config = write("c.cntk", "Train = [\n  reader = [\n    precision = half\n  ]\n]\n");
+  CliRun r = run("-v dump --config " + config + " --section Train --mb-size 1");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.output.rfind("error: " + config +
+                               ":3:17: precision must be exactly 'float' or 'double', not 'half'. "
+                               "(key 'global.Train.reader.precision')\n",
+                           0),
+            0u)
+      << r.output;
+  EXPECT_NE(r.output.find("  key: global.Train.reader.precision\n  file: " + config +
+                          "\n  line: 3\n  column: 17\n"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(Cli, FormatErrorExitCode4AndSkipsAreReported) {
+  const std::string data = write("d.ctf", "0 |a 1\n1 |a x\n1 |a 2\n2 |a 3\n");
+  const std::string config =
+      write("c.cntk", "Train = [\n  reader = [\n    file = \"" + data +
+                          "\"\n    randomize = false\n"
+                          "    input = [ a = [ dim = 1 ; format = dense ] ]\n  ]\n]\n");
+  CliRun strict = run("-v dump --config " + config + " --section Train --mb-size 4");
+  EXPECT_EQ(strict.exit_code, 4) << strict.output;
+  EXPECT_NE(strict.output.find(
+                "error: Reached the maximum number of allowed errors while reading the input file (" + data +
+                "). [file '" + data + "', line 2, column 6 (byte offset 12), stream 'a', sequence 1]"),
+            std::string::npos)
+      << strict.output;
+  EXPECT_NE(strict.output.find("  kind: malformed input (FormatError)\n  file: " + data +
+                               "\n  line: 2\n  column: 6\n  byte offset: 12\n  stream: a\n  sequence: 1\n"),
+            std::string::npos)
+      << strict.output;
+
+  CliRun tolerant = run("dump --config " + config + " --section Train --mb-size 4 --set maxErrors=5");
+  EXPECT_EQ(tolerant.exit_code, 0) << tolerant.output;
+  EXPECT_NE(
+      tolerant.output.find("warning: skipped 1 row, 1 sample and 0 sequences (3 input errors tolerated under "
+                           "maxErrors); first at " +
+                           data + ":2:6, " + data + ":3:1, " + data + ":4:1\n"),
+      std::string::npos)
+      << tolerant.output;
+}
+
+}  // namespace
