@@ -88,8 +88,7 @@ std::shared_ptr<Deserializer> create_deserializer(const std::string& type, const
   }
   std::string known;
   for (const std::string& name : known_deserializer_types()) known += (known.empty() ? "" : ", ") + name;
-  throw ConfigError("Unknown deserializer type '" + type + "' (supported: " + known + ").",
-                    section.path() + ".type");
+  throw section.error("type", "Unknown deserializer type '" + type + "' (supported: " + known + ").");
 }
 
 std::string deserializer_type_for_reader(const std::string& reader_type) {

@@ -253,6 +253,20 @@ std::vector<Case> io_cases() {
     add(reader("reader_skip_report_counts_dropped_sequences", config,
                {{"p.ctf", "0 |a 1\n1 |a 2\n2 |a 3\n"}, {"s.ctf", "0 |b 1\n2 |b 3\n"}}, e));
   }
+  {
+    const std::string config =
+        "Train = [\n"
+        "  reader = [\n"
+        "    deserializers = (\n"
+        "      [ type = CNTKTextFormatDeserialiser ; file = \"$dir$/p.ctf\"\n"
+        "        input = [ a = [ dim = 1 ; format = dense ] ] ]\n"
+        "    )\n"
+        "  ]\n"
+        "]\n";
+    add(reader("reader_unknown_deserializer_type", config, {{"p.ctf", kGood}},
+               config_error("Unknown deserializer type 'CNTKTextFormatDeserialiser'",
+                            "global.Train.reader.deserializers[0].type", "reader.cntk", 4, 16)));
+  }
   return cases;
 }
 
