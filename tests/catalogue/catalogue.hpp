@@ -133,5 +133,6 @@ std::vector<Case> config_cases();
 std::vector<Case> ctf_cases();
 std::vector<Case> cbf_cases();
 std::vector<Case> io_cases();
+std::vector<Case> htk_cases();
 
 }  // namespace cntkio::catalogue
