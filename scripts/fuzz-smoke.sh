@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan) and runs each one for FUZZ_SECONDS seconds
-# (default 30) from its committed seed corpus fuzz/corpus/<target>/. Any crash, sanitizer report, leak,
+# (default 20) from its committed seed corpus fuzz/corpus/<target>/. Any crash, sanitizer report, leak,
 # timeout (10 s for one input) or memory blow-up (2 GiB) fails the script; the input that did it is saved
 # as $FUZZ_BUILD_DIR/artifacts/<target>-crash-... and can be replayed with `<binary> <file>`.
 # New inputs go to a scratch corpus, so the committed seeds stay as they are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${FUZZ_SECONDS:-30}
+seconds=${FUZZ_SECONDS:-20}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 if ! command -v clang++ >/dev/null; then
   echo "fuzz-smoke: clang++ is missing (scripts/setup.sh installs clang and libclang-rt-dev)" >&2

@@ -4,7 +4,7 @@
 # With CI set (as .ci/run runs it) or CHECKS=all, it then also runs:
 #   - the whole C++ suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan; not the RSS test),
 #   - the threaded tests (loader threads, prefetch, randomizers, composite) under ThreadSanitizer (build-tsan),
-#   - every libFuzzer target for FUZZ_SECONDS (default 30) from its seed corpus (scripts/fuzz-smoke.sh).
+#   - every libFuzzer target for FUZZ_SECONDS (default 20) from its seed corpus (scripts/fuzz-smoke.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -31,11 +31,15 @@ PYTHONPATH="$PWD/$BUILD_DIR/python" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -
 if [ -n "${CI:-}" ] || [ "${CHECKS:-}" = "all" ]; then
   unset LD_PRELOAD
   # Sanitizer builds use -O1 without -g: quick to compile, fast enough to run, stacks still symbolized.
-  sanitizer_flags=(-DCMAKE_BUILD_TYPE=Sanitize "-DCMAKE_CXX_FLAGS=-O1" -DCNTKIO_BUILD_BENCH=OFF -DCNTKIO_WERROR=ON)
+  # The Python module is tested above; the sanitizer builds leave it (and the benchmarks) out.
+  sanitizer_flags=(-DCMAKE_BUILD_TYPE=Sanitize "-DCMAKE_CXX_FLAGS=-O1" -DCNTKIO_BUILD_BENCH=OFF
+                   -DCNTKIO_BUILD_PYTHON=OFF -DCNTKIO_WERROR=ON)
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite"
   BUILD_DIR=build-asan bash scripts/build.sh "${sanitizer_flags[@]}" -DCNTKIO_SANITIZE=ON
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --output-on-failure -j "$(nproc)" -E streaming_memory_bounded_by_window)
+  (cd build-asan && export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 &&
+    ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$(nproc)" -E "streaming_memory_bounded_by_window|mpi_" &&
+    # OpenMPI, hwloc and their plug-ins leak by design at exit: the MPI test runs without leak detection.
+    ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -R "mpi_")
 
   echo "== ThreadSanitizer: the threaded tests"
   cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DCNTKIO_TSAN=ON >/dev/null
