@@ -35,7 +35,9 @@ class BundledChunk final : public Chunk {
 
   void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const override {
     primary_->get_sequence(index_in_chunk, out);
-    const uint32_t slot = index_in_chunk < slot_of_.size() ? slot_of_[index_in_chunk] : kNoSlot;
+    const uint32_t slot = identity_ ? (index_in_chunk < slots_ ? index_in_chunk : kNoSlot)
+                          : index_in_chunk < slot_of_.size() ? slot_of_[index_in_chunk]
+                                                             : kNoSlot;
     for (size_t d = 0; d < secondaries_; ++d) {
       const Part* part = slot == kNoSlot ? nullptr : &parts_[slot * secondaries_ + d];
       if (part == nullptr || part->chunk == nullptr) {
@@ -53,6 +55,8 @@ class BundledChunk final : public Chunk {
   ChunkPtr primary_;
   size_t secondaries_;
   std::vector<size_t> stream_counts_;
+  bool identity_ = false;  // slot == primary index for every sequence (nothing dropped): no table
+  uint32_t slots_ = 0;
   std::vector<uint32_t> slot_of_;  // primary index -> slot (kNoSlot: not bundled)
   std::vector<Part> parts_;        // slot * secondaries + d
   std::vector<ChunkPtr> owned_;    // the secondary chunks the parts point into
@@ -138,14 +142,21 @@ class Bundler final : public Deserializer {
     std::vector<std::map<uint32_t, ChunkPtr>> loaded(members_.size());
     const size_t secondaries = members_.size() - 1;
     uint32_t max_index = 0;
-    for (const BundledSequence& s : description.sequences)
-      max_index = std::max(max_index, s.index_in_primary_chunk);
-    chunk->slot_of_.assign(description.sequences.empty() ? 0 : static_cast<size_t>(max_index) + 1,
-                           BundledChunk::kNoSlot);
+    bool identity = true;
+    for (size_t slot = 0; slot < description.sequences.size(); ++slot) {
+      max_index = std::max(max_index, description.sequences[slot].index_in_primary_chunk);
+      identity = identity && description.sequences[slot].index_in_primary_chunk == slot;
+    }
+    chunk->identity_ = identity;
+    chunk->slots_ = static_cast<uint32_t>(description.sequences.size());
+    if (!identity) {
+      chunk->slot_of_.assign(description.sequences.empty() ? 0 : static_cast<size_t>(max_index) + 1,
+                             BundledChunk::kNoSlot);
+    }
     chunk->parts_.resize(description.sequences.size() * secondaries);
     for (size_t slot = 0; slot < description.sequences.size(); ++slot) {
       const BundledSequence& s = description.sequences[slot];
-      chunk->slot_of_[s.index_in_primary_chunk] = static_cast<uint32_t>(slot);
+      if (!identity) chunk->slot_of_[s.index_in_primary_chunk] = static_cast<uint32_t>(slot);
       for (size_t d = 1; d < members_.size(); ++d) {
         std::optional<SequenceInfo> info = members_[d]->sequence_info_by_key(s.key);
         if (!info) continue;

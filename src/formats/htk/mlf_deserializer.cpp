@@ -36,51 +36,57 @@ struct MlfChunkDescription {
 };
 
 // A parsed label chunk: per frame one class id with value 1 (2 on phone starts), frames in chunk order.
+// Frame mode needs only the class ids (value and count are the constant 1; a frame of an invalid utterance
+// has class -1), so a randomized read touches one array per frame.
 class MlfChunk final : public Chunk {
  public:
-  MlfChunk(bool frame_mode, std::vector<int32_t> classes, std::vector<float> floats,
+  MlfChunk(bool frame_mode, bool is_double, std::vector<int32_t> classes, std::vector<float> floats,
            std::vector<double> doubles, std::vector<uint32_t> first_frames, std::vector<uint32_t> lengths,
            std::vector<uint8_t> valid)
       : frame_mode_(frame_mode),
+        is_double_(is_double),
         classes_(std::move(classes)),
         floats_(std::move(floats)),
         doubles_(std::move(doubles)),
-        ones_(classes_.size(), 1),
+        ones_(frame_mode ? 0 : classes_.size(), 1),
         first_frames_(std::move(first_frames)),
         lengths_(std::move(lengths)),
         valid_(std::move(valid)) {}
 
   void get_sequence(uint32_t index, std::vector<SequenceData>& out) const override {
+    static constexpr float kOneFloat = 1.0f;
+    static constexpr double kOneDouble = 1.0;
+    static constexpr uint32_t kOneEntry = 1;
     SequenceData data;
     if (frame_mode_) {
-      if (index >= classes_.size()) {
-        data.valid = false;  // a feature frame beyond its labels (counted against maxErrors)
+      // Past the end: a feature frame beyond its labels (counted against maxErrors).
+      if (index >= classes_.size() || classes_[index] < 0) {
+        data.valid = false;
       } else {
-        const auto it = std::upper_bound(first_frames_.begin(), first_frames_.end(), index);
-        const size_t utterance = static_cast<size_t>(it - first_frames_.begin()) - 1;
-        fill(data, index, 1, valid_[utterance] != 0);
+        data.number_of_samples = 1;
+        data.values =
+            is_double_ ? static_cast<const void*>(&kOneDouble) : static_cast<const void*>(&kOneFloat);
+        data.indices = classes_.data() + index;
+        data.nnz_counts = &kOneEntry;
+        data.total_nnz = 1;
       }
+    } else if (valid_.at(index) == 0) {
+      data.valid = false;
     } else {
-      fill(data, first_frames_.at(index), lengths_[index], valid_[index] != 0);
+      const uint32_t first = first_frames_[index];
+      data.number_of_samples = lengths_[index];
+      data.values = is_double_ ? static_cast<const void*>(doubles_.data() + first)
+                               : static_cast<const void*>(floats_.data() + first);
+      data.indices = classes_.data() + first;
+      data.nnz_counts = ones_.data() + first;
+      data.total_nnz = lengths_[index];
     }
     out.push_back(data);
   }
 
  private:
-  void fill(SequenceData& data, uint32_t first, uint32_t count, bool valid) const {
-    if (!valid) {
-      data.valid = false;
-      return;
-    }
-    data.number_of_samples = count;
-    data.values = floats_.empty() ? static_cast<const void*>(doubles_.data() + first)
-                                  : static_cast<const void*>(floats_.data() + first);
-    data.indices = classes_.data() + first;
-    data.nnz_counts = ones_.data() + first;
-    data.total_nnz = count;
-  }
-
   bool frame_mode_;
+  bool is_double_;
   std::vector<int32_t> classes_;
   std::vector<float> floats_;
   std::vector<double> doubles_;
@@ -188,8 +194,9 @@ class MlfDeserializer final : public Deserializer {
   ChunkPtr parse_chunk(uint32_t chunk_id) const {
     const MlfChunkDescription& chunk = chunks_[chunk_id];
     const size_t frames = static_cast<size_t>(chunk.frames);
+    const bool frame_mode = options_.frame_mode;
     std::vector<int32_t> classes(frames, 0);
-    std::vector<float> values(frames, 1.0f);
+    std::vector<float> values(frame_mode ? 0 : frames, 1.0f);  // frame mode: always 1 (no phone boundaries)
     std::vector<uint32_t> first_frames(chunk.num_utterances);
     std::vector<uint32_t> lengths(chunk.num_utterances);
     std::vector<uint8_t> valid(chunk.num_utterances, 1);
@@ -197,17 +204,20 @@ class MlfDeserializer final : public Deserializer {
       const MlfUtterance& utt = utterances_[chunk.first_utterance + u];
       first_frames[u] = utt.first_frame_in_chunk;
       lengths[u] = utt.frames;
-      valid[u] = parse_utterance(utt, classes.data() + utt.first_frame_in_chunk,
-                                 values.data() + utt.first_frame_in_chunk)
+      int32_t* utterance_classes = classes.data() + utt.first_frame_in_chunk;
+      valid[u] = parse_utterance(utt, utterance_classes,
+                                 frame_mode ? nullptr : values.data() + utt.first_frame_in_chunk)
                      ? 1
                      : 0;
+      if (frame_mode && valid[u] == 0) std::fill(utterance_classes, utterance_classes + utt.frames, -1);
     }
     std::vector<double> doubles;
-    if (options_.element_type == ElementType::kDouble) {
+    const bool is_double = options_.element_type == ElementType::kDouble;
+    if (is_double) {
       doubles.assign(values.begin(), values.end());
       values.clear();
     }
-    return std::make_shared<MlfChunk>(options_.frame_mode, std::move(classes), std::move(values),
+    return std::make_shared<MlfChunk>(frame_mode, is_double, std::move(classes), std::move(values),
                                       std::move(doubles), std::move(first_frames), std::move(lengths),
                                       std::move(valid));
   }
@@ -358,7 +368,8 @@ class MlfDeserializer final : public Deserializer {
       if (expected_first > utt.frames) return false;  // cannot happen: the index ends at the last range
       std::fill(classes + range.first, classes + range.first + range.count,
                 static_cast<int32_t>(range.class_id));
-      if (options_.phone_boundaries && range.first < utt.frames) values[range.first] = 2.0f;
+      if (options_.phone_boundaries && values != nullptr && range.first < utt.frames)
+        values[range.first] = 2.0f;
     }
     return true;
   }
