@@ -524,3 +524,26 @@ TEST(CbfReader, LegacyFileByHand) {
             (std::vector<uint64_t>{std::bit_cast<uint32_t>(3.0f), std::bit_cast<uint32_t>(4.0f)}));
   EXPECT_EQ(d->chunk_infos()[0].number_of_samples, 6u);  // the table's count, as CNTK used it
 }
+
+// As a secondary deserializer, CBF sequences are found by key (their index); CNTK refuses this use.
+TEST(CbfReader, SecondaryOfACompositeReaderJoinsByIndex) {
+  TempDir dir;
+  const std::string ctf = dir.write("p.ctf", "2 |a 20\n0 |a 0\n7 |a 70\n");
+  const std::string config =
+      "r = [ randomize = false\n deserializers = (\n"
+      "  [ type = \"CNTKTextFormatDeserializer\"\n file = \"" +
+      ctf +
+      "\"\n input = [ a = [ dim = 1\n format = \"dense\" ] ] ]:\n"
+      "  [ type = \"CNTKBinaryFormatDeserializer\"\n file = \"" +
+      kBinDir + "Simple_dense.bin\" ]) ]\n";
+  auto source = MinibatchSource::from_config(Config::from_text(config).get_block("r"));
+  ASSERT_EQ(source->streams().size(), 3u);
+  source->start_epoch(3, 0, 3);
+  Minibatch mb;
+  ASSERT_TRUE(source->next_minibatch(mb));
+  EXPECT_EQ(mb.keys, (std::vector<std::string>{"2", "0", "7"}));
+  // Rows 3, 1 and 8 of Simple_dense.txt (the CBF keys are row indices 2, 0, 7).
+  const float* f = mb.streams[1].data<float>();
+  EXPECT_EQ(std::vector<float>(f, f + 6),
+            (std::vector<float>{-0.561044f, -0.587243f, -0.127551f, 0.650403f, -0.929042f, -0.18294f}));
+}

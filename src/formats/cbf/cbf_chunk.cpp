@@ -2,6 +2,8 @@
 // file is checked against the bytes left in the chunk before it is used.
 #include "formats/cbf/cbf_chunk.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -50,6 +52,89 @@ void realign(CbfChunk& chunk, const std::vector<Misaligned>& misaligned) {
   }
 }
 
+// Index of the first count whose int32 value is negative, or n; `sum` receives the sum of the counts.
+// The common case is a branch-free scan that the compiler vectorizes.
+uint32_t first_negative(const uint32_t* counts, uint32_t n, uint64_t& sum) {
+  uint64_t total = 0;
+  uint32_t sign_bits = 0;
+  for (uint32_t k = 0; k < n; ++k) {
+    total += counts[k];
+    sign_bits |= counts[k];
+  }
+  sum = total;
+  if ((sign_bits & 0x80000000u) == 0) return n;
+  uint32_t k = 0;
+  while (static_cast<int32_t>(counts[k]) >= 0) ++k;
+  return k;
+}
+
+// Index of the first row outside [0, dim), or n (negative rows compare as large unsigned values).
+uint32_t first_out_of_range(const int32_t* indices, uint32_t n, uint32_t dim) {
+  const auto* rows = reinterpret_cast<const uint32_t*>(indices);
+  uint32_t bad = 0;
+  for (uint32_t k = 0; k < n; ++k) bad |= static_cast<uint32_t>(rows[k] >= dim);
+  if (bad == 0) return n;
+  uint32_t k = 0;
+  while (rows[k] < dim) ++k;
+  return k;
+}
+
+// The records of an input are walked one after the other, each position known only after the previous
+// record's counts are read, so every record would cost a memory round trip. This predicts where the record
+// kAhead places further starts (from the sequence lengths and the bytes per sample of the last record) and
+// prefetches that line: for records whose size follows their length (all dense data, sparse data with a
+// steady number of entries per sample) the walk then finds each header in the cache, and it reads nothing
+// else, so the values are read once, by whoever consumes them.
+class HeaderPrefetcher {
+ public:
+  static constexpr uint32_t kAhead = 12;
+
+  HeaderPrefetcher(const unsigned char* lengths, uint32_t n, const unsigned char* end, uint64_t fixed_bytes)
+      : lengths_(lengths), n_(n), end_(end), fixed_(fixed_bytes) {
+    for (uint32_t i = 0; i < std::min(kAhead, n_); ++i) window_ += length(i);
+  }
+
+  // Called with the position of record j before it is read.
+  void at(uint32_t j, const unsigned char* position) {
+    if (j > 0) {
+      window_ -= length(j - 1);
+      if (j + kAhead - 1 < n_) window_ += length(j + kAhead - 1);
+    }
+    const uint64_t ahead = std::min<uint64_t>(kAhead, n_ - j);
+    const uint64_t distance = ahead * fixed_ + window_ * bytes_per_sample_;
+    if (distance < static_cast<uint64_t>(end_ - position)) __builtin_prefetch(position + distance, 0, 3);
+  }
+
+  // Learns from record j, which took `bytes`.
+  void learn(uint32_t j, uint64_t bytes) {
+    const uint32_t len = length(j);
+    if (len > 0 && bytes >= fixed_) bytes_per_sample_ = (bytes - fixed_) / len;
+  }
+
+ private:
+  uint32_t length(uint32_t i) const {
+    uint32_t v;
+    std::memcpy(&v, lengths_ + 4 * uint64_t{i}, 4);
+    return v;
+  }
+
+  const unsigned char* lengths_;
+  uint32_t n_;
+  const unsigned char* end_;
+  uint64_t fixed_;
+  uint64_t window_ = 0;
+  uint64_t bytes_per_sample_ = 0;
+};
+
+// Maps the chunk's pages with one call instead of a page fault every few pages (prefetches into pages
+// not mapped yet are dropped). Best effort: kernels before 5.14 do not know the advice and ignore it.
+void populate(const unsigned char* begin, uint64_t size) {
+  constexpr int kPopulateRead = 22;  // MADV_POPULATE_READ
+  const uintptr_t start = reinterpret_cast<uintptr_t>(begin) & ~uintptr_t{4095};
+  const uintptr_t end = reinterpret_cast<uintptr_t>(begin) + size;
+  if (end > start) ::madvise(reinterpret_cast<void*>(start), end - start, kPopulateRead);
+}
+
 bool is_misaligned(const void* p, ElementType type) {
   return reinterpret_cast<uintptr_t>(p) % element_size(type) != 0;
 }
@@ -81,26 +166,119 @@ void read_current_lengths(const ChunkContext& context, uint32_t index, std::vect
   }
 }
 
-std::shared_ptr<CbfChunk> parse_current_chunk(const ChunkContext& context, uint32_t index,
-                                              uint64_t first_sequence) {
+CurrentChunk::CurrentChunk(const ChunkContext& context, uint32_t index, uint64_t first_sequence)
+    : mapping_(context.mapping),
+      base_(reinterpret_cast<const unsigned char*>(context.mapping->data()) +
+            context.header->chunks[index].offset),
+      file_(*context.file),
+      offset_(context.header->chunks[index].offset),
+      index_(index),
+      first_sequence_(first_sequence),
+      sequences_(context.header->chunks[index].sequences),
+      records_(std::make_unique_for_overwrite<uint64_t[]>(context.header->streams.size() * sequences_)),
+      realigned_(context.header->streams.size()) {
+  for (const CbfStreamHeader& s : context.header->streams) {
+    streams_.push_back(Stream{s.name, s.storage, static_cast<uint32_t>(element_size(s.element_type)), s.dim});
+  }
+}
+
+void CurrentChunk::set_realigned(size_t stream, uint32_t sequence, const double* values) {
+  if (!realigned_[stream]) realigned_[stream] = std::make_unique<const double*[]>(sequences_);  // all null
+  realigned_[stream][sequence] = values;
+}
+
+double* CurrentChunk::allocate_realigned(size_t count) {
+  realigned_blocks_.push_back(std::make_unique_for_overwrite<double[]>(count));
+  return realigned_blocks_.back().get();
+}
+
+void CurrentChunk::fail(size_t stream, uint32_t sequence, uint64_t offset, const std::string& message) const {
+  SourceLocation where;
+  where.file = file_;
+  where.byte_offset = offset_ + offset;
+  where.stream = streams_[stream].name;
+  where.sequence_key = std::to_string(first_sequence_ + sequence);
+  throw FormatError(message, where);
+}
+
+void CurrentChunk::get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const {
+  if (index_in_chunk >= sequences_) {
+    throw UsageError("CBF chunk has " + str(sequences_) + " sequences; sequence " + str(index_in_chunk) +
+                     " does not exist.");
+  }
+  const uint32_t j = index_in_chunk;
+  for (size_t s = 0; s < streams_.size(); ++s) {
+    const Stream& stream = streams_[s];
+    const uint64_t record = records_[s * sequences_ + j];
+    const unsigned char* r = base_ + record;
+    SequenceData d;
+    uint32_t samples;
+    std::memcpy(&samples, r, 4);
+    d.number_of_samples = samples;
+    if (stream.storage == StorageFormat::kDense) {
+      d.values = r + 4;
+    } else {
+      // The record's extent was checked when the chunk was parsed; its content is checked here, just before
+      // it is handed out (and read, so the check costs no extra trip to memory).
+      uint32_t nnz;
+      std::memcpy(&nnz, r + 4, 4);
+      d.total_nnz = nnz;
+      d.values = r + 8;
+      const uint64_t indices_at = record + 8 + uint64_t{nnz} * stream.element_size;
+      const uint64_t counts_at = indices_at + 4 * uint64_t{nnz};
+      d.indices = reinterpret_cast<const int32_t*>(base_ + indices_at);
+      d.nnz_counts = reinterpret_cast<const uint32_t*>(base_ + counts_at);
+      uint64_t sum = 0;
+      const uint32_t negative = first_negative(d.nnz_counts, samples, sum);
+      if (negative < samples) {
+        fail(s, j, counts_at + 4 * uint64_t{negative},
+             "Sample " + str(negative) + " of sequence " + str(j) + " of chunk " + str(index_) +
+                 " has a negative nnz count " + std::to_string(static_cast<int32_t>(d.nnz_counts[negative])) +
+                 ".");
+      }
+      if (sum != nnz) {
+        fail(s, j, counts_at,
+             "The per-sample nnz counts of sequence " + str(j) + " of chunk " + str(index_) + " add up to " +
+                 str(sum) + ", but its nnz is " + str(nnz) + ".");
+      }
+      const uint32_t bad = first_out_of_range(d.indices, nnz, static_cast<uint32_t>(stream.dim));
+      if (bad < nnz) {
+        fail(s, j, indices_at + 4 * uint64_t{bad},
+             "Row index " + std::to_string(d.indices[bad]) + " of sequence " + str(j) + " of chunk " +
+                 str(index_) + " is outside the dimension " + str(stream.dim) + " of sparse input '" +
+                 stream.name + "'.");
+      }
+    }
+    if (realigned_[s] && realigned_[s][j] != nullptr) d.values = realigned_[s][j];
+    out.push_back(d);
+  }
+}
+
+std::shared_ptr<CurrentChunk> parse_current_chunk(const ChunkContext& context, uint32_t index,
+                                                  uint64_t first_sequence) {
   const CbfHeader& header = *context.header;
   const CbfChunkHeader& info = header.chunks[index];
   const uint32_t n = info.sequences;
-  auto chunk = std::make_shared<CbfChunk>(context.mapping, header.streams.size(), n);
   const auto* base = reinterpret_cast<const unsigned char*>(context.mapping->data()) + info.offset;
+  auto chunk = std::make_shared<CurrentChunk>(context, index, first_sequence);
+  populate(base, info.size);
   Cursor c(*context.file, base, info.size, info.offset, limit_of(index, info));
-  c.take(uint64_t{4} * n, "the sequence lengths");  // read by read_current_lengths
-  std::vector<Misaligned> misaligned;
+  const unsigned char* lengths =
+      c.take(uint64_t{4} * n, "the sequence lengths");  // checked by read_current_lengths
   for (size_t s = 0; s < header.streams.size(); ++s) {
     const CbfStreamHeader& stream = header.streams[s];
     const uint64_t esize = element_size(stream.element_type);
+    const bool is_double = stream.element_type == ElementType::kDouble;
+    const bool dense = stream.storage == StorageFormat::kDense;
+    HeaderPrefetcher prefetcher(lengths, n, base + info.size, dense ? 4 : 8);
     for (uint32_t j = 0; j < n; ++j) {
+      prefetcher.at(j, c.here());
       const uint64_t key = first_sequence + j;
-      SequenceData& view = chunk->view(s, j);
+      const uint64_t record = c.position();
+      chunk->record(s, j) = record;
       const uint64_t record_at = c.offset();
       const uint32_t samples = c.u32("a sequence's sample count");
-      view.number_of_samples = samples;
-      if (stream.storage == StorageFormat::kDense) {
+      if (dense) {
         const uint64_t sample_bytes = stream.dim * esize;
         if (samples > c.remaining() / sample_bytes) {
           fail_sequence(context, record_at, stream, key,
@@ -108,57 +286,34 @@ std::shared_ptr<CbfChunk> parse_current_chunk(const ChunkContext& context, uint3
                             " samples of " + str(sample_bytes) + " bytes for dense input '" + stream.name +
                             "', more than the " + str(c.remaining()) + " bytes left in the chunk.");
         }
-        view.values = c.take(samples * sample_bytes, "dense values");
-        if (samples > 0 && is_misaligned(view.values, stream.element_type)) {
-          misaligned.push_back({&view, samples * stream.dim});
+        const unsigned char* values = c.take(samples * sample_bytes, "dense values");
+        if (is_double && samples > 0 && is_misaligned(values, stream.element_type)) {
+          const size_t count = samples * stream.dim;
+          double* copy = chunk->allocate_realigned(count);
+          std::memcpy(copy, values, count * sizeof(double));
+          chunk->set_realigned(s, j, copy);
         }
-        continue;
-      }
-      const uint64_t nnz_at = c.offset();
-      const uint32_t nnz = c.u32("a sequence's nnz count");
-      if (nnz > c.remaining() / (esize + 4) ||
-          uint64_t{samples} > (c.remaining() - uint64_t{nnz} * (esize + 4)) / 4) {
-        fail_sequence(context, nnz_at, stream, key,
-                      "Sequence " + str(j) + " of chunk " + str(index) + " claims nnz " + str(nnz) + " and " +
-                          str(samples) + " samples for sparse input '" + stream.name + "', more than the " +
-                          str(c.remaining()) + " bytes left in the chunk.");
-      }
-      view.total_nnz = nnz;
-      view.values = c.take(uint64_t{nnz} * esize, "sparse values");
-      const uint64_t indices_at = c.offset();
-      view.indices = reinterpret_cast<const int32_t*>(c.take(uint64_t{nnz} * 4, "sparse row indices"));
-      const uint64_t counts_at = c.offset();
-      view.nnz_counts =
-          reinterpret_cast<const uint32_t*>(c.take(uint64_t{samples} * 4, "per-sample nnz counts"));
-      uint64_t sum = 0;
-      for (uint32_t k = 0; k < samples; ++k) {
-        const auto count = static_cast<int32_t>(view.nnz_counts[k]);
-        if (count < 0) {
-          fail_sequence(context, counts_at + 4 * uint64_t{k}, stream, key,
-                        "Sample " + str(k) + " of sequence " + str(j) + " of chunk " + str(index) +
-                            " has a negative nnz count " + std::to_string(count) + ".");
+      } else {
+        const uint64_t nnz_at = c.offset();
+        const uint32_t nnz = c.u32("a sequence's nnz count");
+        if (nnz > c.remaining() / (esize + 4) ||
+            uint64_t{samples} > (c.remaining() - uint64_t{nnz} * (esize + 4)) / 4) {
+          fail_sequence(context, nnz_at, stream, key,
+                        "Sequence " + str(j) + " of chunk " + str(index) + " claims nnz " + str(nnz) +
+                            " and " + str(samples) + " samples for sparse input '" + stream.name +
+                            "', more than the " + str(c.remaining()) + " bytes left in the chunk.");
         }
-        sum += static_cast<uint64_t>(count);
-      }
-      if (sum != nnz) {
-        fail_sequence(context, counts_at, stream, key,
-                      "The per-sample nnz counts of sequence " + str(j) + " of chunk " + str(index) +
-                          " add up to " + str(sum) + ", but its nnz is " + str(nnz) + ".");
-      }
-      const auto dim = static_cast<int32_t>(stream.dim);
-      for (uint32_t k = 0; k < nnz; ++k) {
-        const int32_t row = view.indices[k];
-        if (row < 0 || row >= dim) {
-          fail_sequence(context, indices_at + 4 * uint64_t{k}, stream, key,
-                        "Row index " + std::to_string(row) + " of sequence " + str(j) + " of chunk " +
-                            str(index) + " is outside the dimension " + str(stream.dim) +
-                            " of sparse input '" + stream.name + "'.");
+        const unsigned char* values =
+            c.take(uint64_t{nnz} * esize + uint64_t{nnz} * 4 + uint64_t{samples} * 4, "a sparse record");
+        if (is_double && nnz > 0 && is_misaligned(values, stream.element_type)) {
+          double* copy = chunk->allocate_realigned(nnz);
+          std::memcpy(copy, values, uint64_t{nnz} * sizeof(double));
+          chunk->set_realigned(s, j, copy);
         }
       }
-      if (nnz > 0 && is_misaligned(view.values, stream.element_type)) misaligned.push_back({&view, nnz});
+      prefetcher.learn(j, c.position() - record);
     }
   }
-  realign(*chunk, misaligned);
   return chunk;
 }
 
