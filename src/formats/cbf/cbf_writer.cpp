@@ -256,8 +256,9 @@ struct CbfWriter::Impl {
     append_values(body, d.values, p.nnz, from, st.element_type);
     const size_t at = body.size();
     body.resize(at + 4 * p.nnz + 4 * uint64_t{p.samples});
-    std::memcpy(body.data() + at, d.indices, 4 * p.nnz);
-    std::memcpy(body.data() + at + 4 * p.nnz, d.nnz_counts, 4 * uint64_t{p.samples});
+    // An empty sample list may come with null pointers, which memcpy must not see even for 0 bytes.
+    if (p.nnz > 0) std::memcpy(body.data() + at, d.indices, 4 * p.nnz);
+    if (p.samples > 0) std::memcpy(body.data() + at + 4 * p.nnz, d.nnz_counts, 4 * uint64_t{p.samples});
   }
 
   void flush() {
