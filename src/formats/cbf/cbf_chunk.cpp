@@ -31,27 +31,6 @@ std::string limit_of(uint32_t index, const CbfChunkHeader& chunk) {
   throw FormatError(message, where);
 }
 
-// A double array that does not start on an 8-byte boundary of the mapping.
-struct Misaligned {
-  SequenceData* view;
-  size_t count;  // number of doubles
-};
-
-// Copies misaligned double arrays into memory the chunk owns, so that every `values` pointer handed out
-// is suitably aligned for its element type.
-void realign(CbfChunk& chunk, const std::vector<Misaligned>& misaligned) {
-  if (misaligned.empty()) return;
-  size_t total = 0;
-  for (const Misaligned& m : misaligned) total += m.count;
-  chunk.realigned.resize(total);
-  size_t at = 0;
-  for (const Misaligned& m : misaligned) {
-    std::memcpy(chunk.realigned.data() + at, m.view->values, m.count * sizeof(double));
-    m.view->values = chunk.realigned.data() + at;
-    at += m.count;
-  }
-}
-
 // Index of the first count whose int32 value is negative, or n; `sum` receives the sum of the counts.
 // The common case is a branch-free scan that the compiler vectorizes.
 uint32_t first_negative(const uint32_t* counts, uint32_t n, uint64_t& sum) {
@@ -141,14 +120,6 @@ bool is_misaligned(const void* p, ElementType type) {
 
 }  // namespace
 
-void CbfChunk::get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const {
-  if (index_in_chunk >= sequences_) {
-    throw UsageError("CBF chunk has " + str(sequences_) + " sequences; sequence " + str(index_in_chunk) +
-                     " does not exist.");
-  }
-  for (size_t s = 0; s < streams_; ++s) out.push_back(views_[s * sequences_ + index_in_chunk]);
-}
-
 void read_current_lengths(const ChunkContext& context, uint32_t index, std::vector<uint32_t>& lengths) {
   const CbfChunkHeader& chunk = context.header->chunks[index];
   const auto* base = reinterpret_cast<const unsigned char*>(context.mapping->data()) + chunk.offset;
@@ -175,10 +146,16 @@ CurrentChunk::CurrentChunk(const ChunkContext& context, uint32_t index, uint64_t
       index_(index),
       first_sequence_(first_sequence),
       sequences_(context.header->chunks[index].sequences),
-      records_(std::make_unique_for_overwrite<uint64_t[]>(context.header->streams.size() * sequences_)),
+      wide_records_(context.header->chunks[index].size > 0xFFFFFFFFu),
       realigned_(context.header->streams.size()) {
   for (const CbfStreamHeader& s : context.header->streams) {
     streams_.push_back(Stream{s.name, s.storage, static_cast<uint32_t>(element_size(s.element_type)), s.dim});
+  }
+  const size_t records = streams_.size() * sequences_;
+  if (wide_records_) {
+    records64_ = std::make_unique_for_overwrite<uint64_t[]>(records);
+  } else {
+    records32_ = std::make_unique_for_overwrite<uint32_t[]>(records);
   }
 }
 
@@ -209,7 +186,7 @@ void CurrentChunk::get_sequence(uint32_t index_in_chunk, std::vector<SequenceDat
   const uint32_t j = index_in_chunk;
   for (size_t s = 0; s < streams_.size(); ++s) {
     const Stream& stream = streams_[s];
-    const uint64_t record = records_[s * sequences_ + j];
+    const uint64_t record = record_at(s, j);
     const unsigned char* r = base_ + record;
     SequenceData d;
     uint32_t samples;
@@ -275,7 +252,7 @@ std::shared_ptr<CurrentChunk> parse_current_chunk(const ChunkContext& context, u
       prefetcher.at(j, c.here());
       const uint64_t key = first_sequence + j;
       const uint64_t record = c.position();
-      chunk->record(s, j) = record;
+      chunk->set_record(s, j, record);
       const uint64_t record_at = c.offset();
       const uint32_t samples = c.u32("a sequence's sample count");
       if (dense) {
@@ -317,31 +294,62 @@ std::shared_ptr<CurrentChunk> parse_current_chunk(const ChunkContext& context, u
   return chunk;
 }
 
-std::shared_ptr<CbfChunk> parse_legacy_chunk(const ChunkContext& context, uint32_t index,
-                                             uint64_t first_sequence, std::vector<uint32_t>& lengths) {
+void LegacyChunk::get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const {
+  if (index_in_chunk >= sequences_) {
+    throw UsageError("CBF chunk has " + str(sequences_) + " sequences; sequence " + str(index_in_chunk) +
+                     " does not exist.");
+  }
+  const uint32_t j = index_in_chunk;
+  for (const Stream& s : streams) {
+    SequenceData d;
+    if (s.storage == StorageFormat::kDense) {
+      d.number_of_samples = 1;
+      d.values = s.values + j * s.sample_bytes;
+    } else {
+      int32_t begin, end;
+      std::memcpy(&begin, s.starts + 4 * uint64_t{j}, 4);
+      std::memcpy(&end, s.starts + 4 * (uint64_t{j} + 1), 4);
+      d.number_of_samples = s.first_count[j + 1] - s.first_count[j];
+      d.total_nnz = static_cast<size_t>(end - begin);
+      d.values = s.values + static_cast<uint64_t>(begin) * s.element_size;
+      d.indices = s.indices.data() + begin;
+      d.nnz_counts = s.counts.data() + s.first_count[j];
+    }
+    out.push_back(d);
+  }
+}
+
+std::shared_ptr<LegacyChunk> parse_legacy_chunk(const ChunkContext& context, uint32_t index,
+                                                uint64_t first_sequence, std::vector<uint32_t>& lengths) {
   const CbfHeader& header = *context.header;
   const CbfChunkHeader& info = header.chunks[index];
   const uint32_t n = info.sequences;
-  auto chunk = std::make_shared<CbfChunk>(context.mapping, header.streams.size(), n);
+  auto chunk = std::make_shared<LegacyChunk>(context.mapping, n);
   const auto* base = reinterpret_cast<const unsigned char*>(context.mapping->data()) + info.offset;
   Cursor c(*context.file, base, info.size, info.offset, limit_of(index, info));
   lengths.assign(n, 1);
-  std::vector<Misaligned> misaligned;
-  // Bound on the per-sample count arrays, which the row indices (not the file size) determine.
-  const uint64_t max_counts = header.file_size / 4 + n;
+  // The per-sample count arrays are sized by the row indices, not by bytes of the file: they are bounded so
+  // that no allocation exceeds the file.
+  const uint64_t max_counts = std::min<uint64_t>(header.file_size / 4, 0xFFFFFFFFu);
   for (size_t s = 0; s < header.streams.size(); ++s) {
     const CbfStreamHeader& stream = header.streams[s];
-    const uint64_t esize = element_size(stream.element_type);
+    const uint32_t esize = static_cast<uint32_t>(element_size(stream.element_type));
+    LegacyChunk::Stream& out = chunk->streams.emplace_back();
+    out.storage = stream.storage;
+    out.element_size = esize;
+    // Values are views into the file; a double array at an address not divisible by 8 is copied.
+    auto keep_values = [&out, &stream](const unsigned char* values, uint64_t count) {
+      out.values = values;
+      if (count > 0 && is_misaligned(values, stream.element_type)) {
+        out.realigned.resize(count);
+        std::memcpy(out.realigned.data(), values, count * sizeof(double));
+        out.values = reinterpret_cast<const unsigned char*>(out.realigned.data());
+      }
+    };
     if (stream.storage == StorageFormat::kDense) {
       // Every sequence is one sample: n * dim values (the header check guarantees they fit).
-      const uint64_t sample_bytes = stream.dim * esize;
-      const unsigned char* values = c.take(n * sample_bytes, "dense values");
-      for (uint32_t j = 0; j < n; ++j) {
-        SequenceData& view = chunk->view(s, j);
-        view.number_of_samples = 1;
-        view.values = values + j * sample_bytes;
-        if (is_misaligned(view.values, stream.element_type)) misaligned.push_back({&view, stream.dim});
-      }
+      out.sample_bytes = stream.dim * esize;
+      keep_values(c.take(n * out.sample_bytes, "dense values"), n * stream.dim);
       continue;
     }
     const uint64_t nnz_at = c.offset();
@@ -356,19 +364,19 @@ std::shared_ptr<CbfChunk> parse_legacy_chunk(const ChunkContext& context, uint32
                              str(nnz) + ", more than the " + str(c.remaining()) +
                              " bytes left in the chunk.");
     }
-    const unsigned char* values = c.take(nnz * esize, "sparse values");
+    keep_values(c.take(nnz * esize, "sparse values"), nnz);
     const uint64_t rows_at = c.offset();
     const unsigned char* rows_bytes = c.take(nnz * 4, "sparse row indices");
     const uint64_t starts_at = c.offset();
-    const unsigned char* starts_bytes = c.take(uint64_t{4} * (n + 1), "column starts");
+    out.starts = c.take(uint64_t{4} * (n + 1), "column starts");
     auto row_of = [rows_bytes](uint64_t k) {
       int32_t v;
       std::memcpy(&v, rows_bytes + 4 * k, 4);
       return v;
     };
-    auto start_of = [starts_bytes](uint64_t k) {
+    auto start_of = [&out](uint64_t k) {
       int32_t v;
-      std::memcpy(&v, starts_bytes + 4 * k, 4);
+      std::memcpy(&v, out.starts + 4 * k, 4);
       return v;
     };
     if (start_of(0) != 0 || static_cast<uint64_t>(start_of(n)) != nnz) {
@@ -377,7 +385,8 @@ std::shared_ptr<CbfChunk> parse_legacy_chunk(const ChunkContext& context, uint32
                                 std::to_string(start_of(0)) + " and " + std::to_string(start_of(n)) + ").");
     }
     // Pass 1: check the columns and row indices, and count each sequence's samples.
-    std::vector<uint32_t> samples(n, 1);
+    out.first_count.resize(uint64_t{n} + 1);
+    out.first_count[0] = 0;
     uint64_t total_counts = 0;
     for (uint32_t j = 0; j < n; ++j) {
       const int32_t begin = start_of(j);
@@ -402,44 +411,31 @@ std::shared_ptr<CbfChunk> parse_legacy_chunk(const ChunkContext& context, uint32
         }
         last_sample = sample;
       }
-      samples[j] = static_cast<uint32_t>(std::max<int64_t>(1, last_sample + 1));
-      total_counts += samples[j];
+      const auto samples = static_cast<uint32_t>(std::max<int64_t>(1, last_sample + 1));
+      total_counts += samples;
       if (total_counts > max_counts) {
-        fail_sequence(context, rows_at + 4 * static_cast<uint64_t>(end - 1), stream, first_sequence + j,
+        fail_sequence(context, rows_at + 4 * static_cast<uint64_t>(std::max(end - 1, 0)), stream,
+                      first_sequence + j,
                       "The row indices of sparse input '" + stream.name + "' of chunk " + str(index) +
-                          " place entries at sample " + str(samples[j] - 1) +
+                          " place entries at sample " + str(samples - 1) +
                           ", more samples than the file can describe.");
       }
+      out.first_count[j + 1] = static_cast<uint32_t>(total_counts);
+      lengths[j] = std::max(lengths[j], samples);
     }
     // Pass 2: the chunk's own index and count arrays (row mod dim, entries per sample).
-    std::vector<int32_t> indices(nnz);
-    std::vector<uint32_t> counts(total_counts, 0);
-    uint64_t count_at = 0;
+    out.indices.resize(nnz);
+    out.counts.assign(total_counts, 0);
     for (uint32_t j = 0; j < n; ++j) {
       const int32_t begin = start_of(j);
       const int32_t end = start_of(j + 1);
       for (int32_t k = begin; k < end; ++k) {
         const auto row = static_cast<uint64_t>(row_of(static_cast<uint64_t>(k)));
-        indices[static_cast<size_t>(k)] = static_cast<int32_t>(row % stream.dim);
-        ++counts[count_at + row / stream.dim];
+        out.indices[static_cast<size_t>(k)] = static_cast<int32_t>(row % stream.dim);
+        ++out.counts[out.first_count[j] + row / stream.dim];
       }
-      SequenceData& view = chunk->view(s, j);
-      view.number_of_samples = samples[j];
-      view.total_nnz = static_cast<size_t>(end - begin);
-      view.values = values + static_cast<uint64_t>(begin) * esize;
-      view.indices = indices.data() + begin;
-      view.nnz_counts = counts.data() + count_at;
-      if (view.total_nnz > 0 && is_misaligned(view.values, stream.element_type)) {
-        misaligned.push_back({&view, view.total_nnz});
-      }
-      count_at += samples[j];
-      lengths[j] = std::max(lengths[j], samples[j]);
     }
-    (void)rows_at;
-    chunk->indices.push_back(std::move(indices));
-    chunk->nnz_counts.push_back(std::move(counts));
   }
-  realign(*chunk, misaligned);
   return chunk;
 }
 

@@ -19,28 +19,33 @@ struct ChunkContext {
   const CbfHeader* header = nullptr;
 };
 
-/// A parsed legacy chunk: per stream and sequence a view into the mapping or into memory the chunk owns
-/// (legacy sparse indices and counts, realigned double values).
-class CbfChunk final : public Chunk {
+/// A parsed legacy chunk. Dense values and sparse values are views into the mapping (double arrays at an
+/// address not divisible by 8 are copied); sparse row indices (row mod dim) and per-sample counts, which the
+/// legacy layout does not store, are the chunk's own arrays.
+class LegacyChunk final : public Chunk {
  public:
-  CbfChunk(std::shared_ptr<const core::MappedFile> mapping, size_t streams, uint32_t sequences)
-      : mapping_(std::move(mapping)), streams_(streams), sequences_(sequences), views_(streams * sequences) {}
+  struct Stream {
+    StorageFormat storage = StorageFormat::kDense;
+    uint32_t element_size = 4;
+    uint64_t sample_bytes = 0;              ///< dense: bytes of one sequence (one sample)
+    const unsigned char* values = nullptr;  ///< dense: all sequences; sparse: all entries
+    const unsigned char* starts = nullptr;  ///< sparse: n + 1 int32 column starts (in the mapping)
+    std::vector<int32_t> indices;           ///< sparse: index within the sample of each entry
+    std::vector<uint32_t> counts;           ///< sparse: entries of each sample, sequence after sequence
+    std::vector<uint32_t> first_count;      ///< sparse: n + 1 positions in `counts`
+    std::vector<double> realigned;          ///< copy of the values when they are misaligned doubles
+  };
+
+  LegacyChunk(std::shared_ptr<const core::MappedFile> mapping, uint32_t sequences)
+      : mapping_(std::move(mapping)), sequences_(sequences) {}
 
   void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const override;
 
-  SequenceData& view(size_t stream, uint32_t sequence) { return views_[stream * sequences_ + sequence]; }
-  uint32_t sequences() const { return sequences_; }
-
-  /// Memory owned by the chunk.
-  std::vector<double> realigned;                  ///< double values whose place in the file is not 8-aligned
-  std::vector<std::vector<int32_t>> indices;      ///< legacy: sparse row indices (row mod dim)
-  std::vector<std::vector<uint32_t>> nnz_counts;  ///< legacy: per-sample nnz counts
+  std::vector<Stream> streams;
 
  private:
   std::shared_ptr<const core::MappedFile> mapping_;
-  size_t streams_;
   uint32_t sequences_;
-  std::vector<SequenceData> views_;  // [stream][sequence]
 };
 
 /// A parsed current-layout chunk. It keeps only where each record starts (8 bytes per stream and
@@ -55,8 +60,15 @@ class CurrentChunk final : public Chunk {
   /// before their views are handed out: FormatError otherwise.
   void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const override;
 
-  /// Record start (bytes from the chunk's first byte) of `sequence` in `stream`.
-  uint64_t& record(size_t stream, uint32_t sequence) { return records_[stream * sequences_ + sequence]; }
+  /// Sets the record start (bytes from the chunk's first byte) of `sequence` in `stream`.
+  void set_record(size_t stream, uint32_t sequence, uint64_t offset) {
+    const size_t i = stream * sequences_ + sequence;
+    if (wide_records_) {
+      records64_[i] = offset;
+    } else {
+      records32_[i] = static_cast<uint32_t>(offset);
+    }
+  }
   /// Uses `values` (aligned copies the chunk owns) instead of the file's for `sequence` of `stream`.
   void set_realigned(size_t stream, uint32_t sequence, const double* values);
   /// Memory for realigned double values, which must stay in place: the chunk keeps the blocks.
@@ -70,6 +82,10 @@ class CurrentChunk final : public Chunk {
     uint64_t dim;
   };
   [[noreturn]] void fail(size_t stream, uint32_t sequence, uint64_t offset, const std::string& message) const;
+  uint64_t record_at(size_t stream, uint32_t sequence) const {
+    const size_t i = stream * sequences_ + sequence;
+    return wide_records_ ? records64_[i] : records32_[i];
+  }
 
   std::shared_ptr<const core::MappedFile> mapping_;
   const unsigned char* base_;
@@ -79,7 +95,9 @@ class CurrentChunk final : public Chunk {
   uint64_t first_sequence_;
   uint32_t sequences_;
   std::vector<Stream> streams_;
-  std::unique_ptr<uint64_t[]> records_;                      // [stream][sequence]
+  bool wide_records_;                                        // chunk larger than 4 GiB
+  std::unique_ptr<uint32_t[]> records32_;                    // [stream][sequence], or
+  std::unique_ptr<uint64_t[]> records64_;                    // the same for chunks larger than 4 GiB
   std::vector<std::unique_ptr<const double*[]>> realigned_;  // per stream, null unless needed
   std::vector<std::unique_ptr<double[]>> realigned_blocks_;
 };
@@ -95,7 +113,7 @@ void read_current_lengths(const ChunkContext& context, uint32_t index, std::vect
 
 /// Parses chunk `index` of a legacy v1 file; `lengths` receives each sequence's scheduling length
 /// (max(1, samples of any stream)). Throws FormatError.
-std::shared_ptr<CbfChunk> parse_legacy_chunk(const ChunkContext& context, uint32_t index,
-                                             uint64_t first_sequence, std::vector<uint32_t>& lengths);
+std::shared_ptr<LegacyChunk> parse_legacy_chunk(const ChunkContext& context, uint32_t index,
+                                                uint64_t first_sequence, std::vector<uint32_t>& lengths);
 
 }  // namespace cntkio::cbf
