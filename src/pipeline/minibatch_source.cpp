@@ -268,8 +268,8 @@ std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<De
     if (skips) skips->sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
     return randomizer;
   }
-  auto randomizer = std::make_shared<pipeline::BlockRandomizer>(std::move(deserializer), r.window, r.sample_based,
-                                                                r.seed, max_invalid_sequences, pool);
+  auto randomizer = std::make_shared<pipeline::BlockRandomizer>(
+      std::move(deserializer), r.window, r.sample_based, r.seed, max_invalid_sequences, pool);
   if (skips) skips->sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
   return randomizer;
 }
@@ -277,7 +277,8 @@ std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<De
 void check_precision(const Config& reader) {
   std::string precision = reader.get_string("precision", "float");
   if (precision != "float" && precision != "double") {
-    throw reader.error("precision", "precision must be exactly 'float' or 'double', not '" + precision + "'.");
+    throw reader.error("precision",
+                       "precision must be exactly 'float' or 'double', not '" + precision + "'.");
   }
 }
 
@@ -292,7 +293,8 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
   const bool cbf = type == "CNTKBinaryFormatDeserializer";
   if (type != "CNTKTextFormatDeserializer" && !cbf) {
     throw reader.error("readerType",
-                       "readerType '" + reader_type + "' is not supported (supported: CNTKTextFormatReader, CNTKBinaryReader).");
+                       "readerType '" + reader_type +
+                           "' is not supported (supported: CNTKTextFormatReader, CNTKBinaryReader).");
   }
   std::shared_ptr<Deserializer> deserializer;
   size_t auto_window_in_chunks = kCbfDefaultWindowInChunks;  // CNTKBinaryReader: 128 (spec pipeline.md §3.1)
@@ -347,8 +349,7 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   const std::string trace_level = has_trace_level ? reader.get_string("traceLevel") : std::string();
 
   std::vector<Config> sections = reader.get_block_array("deserializers");
-  if (sections.empty())
-    throw reader.error("deserializers", "'deserializers' lists no deserializer.");
+  if (sections.empty()) throw reader.error("deserializers", "'deserializers' lists no deserializer.");
   // A sole ImageDeserializer, when randomizing, forces frame mode and a default window of 1 (spec
   // pipeline.md §1.2, image.md §2.1).
   const bool randomize = reader.get_bool("randomize", true);
@@ -394,9 +395,10 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
       r.sample_based = false;
       r.window = 4294967296ull / reader.get_uint("chunkSizeInBytes", 32ull << 20);
     } else {
-      throw reader.error("randomizationWindow",
-                         "A sample-based randomization window must be given explicitly (randomizationWindow) when "
-                         "a CTF deserializer is used.");
+      throw reader.error(
+          "randomizationWindow",
+          "A sample-based randomization window must be given explicitly (randomizationWindow) when "
+          "a CTF deserializer is used.");
     }
   }
   r.seed = reader.get_uint("randomizationSeed", 0);
@@ -406,8 +408,9 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   // minibatch on a pool; results do not depend on it.
   const bool parallel_transforms = reader.get_bool("multiThreadedDeserialization", any_image);
   pipeline::SkipSources skips{deserializers, deserializers.size() > 1 ? joined : nullptr, {}};
-  auto enumerator = pipeline::with_transforms(make_randomizer(joined, r, max_errors, settings, &skips),
-                                              std::move(transformers), parallel_transforms ? settings.threads : 0);
+  auto enumerator =
+      pipeline::with_transforms(make_randomizer(joined, r, max_errors, settings, &skips),
+                                std::move(transformers), parallel_transforms ? settings.threads : 0);
   const bool local_timeline = reader.get_bool("localTimeline", true);
   std::unique_ptr<pipeline::Packer> packer;
   if (frame_mode) {
@@ -418,8 +421,8 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   } else {
     packer = pipeline::make_sequence_packer(enumerator, local_timeline);
   }
-  auto source =
-      std::make_unique<ComposedSource>(enumerator, std::move(packer), truncated ? truncation_length : 0, settings);
+  auto source = std::make_unique<ComposedSource>(enumerator, std::move(packer),
+                                                 truncated ? truncation_length : 0, settings);
   source->set_skip_sources(std::move(skips));
   return source;
 }
@@ -434,7 +437,8 @@ std::unique_ptr<MinibatchSource> MinibatchSource::from_config(const Config& read
   if (reader.exists("deserializers")) return make_composite(reader);
   const std::string reader_type = reader.get_string("readerType", "Cntk.Deserializers.TextFormat");
   // Flat HTK configs (readerType = HTKDeserializers / HTKMLFReader) are read as their composite form.
-  if (pipeline::is_htk_legacy_reader(reader_type)) return make_composite(pipeline::htk_legacy_to_composite(reader));
+  if (pipeline::is_htk_legacy_reader(reader_type))
+    return make_composite(pipeline::htk_legacy_to_composite(reader));
   return make_standalone(reader, reader_type);
 }
 
