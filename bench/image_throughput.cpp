@@ -27,8 +27,8 @@ struct Args {
   size_t reps = 3;
   size_t threads = std::max(1u, std::thread::hardware_concurrency());
   size_t minibatch = 32;
-  size_t only = 0;    // 1: only cntkio, 2: only the OpenCV loop (for profiling)
-  size_t keep = 0;    // 1: keep the generated images for the next run
+  size_t only = 0;  // 1: only cntkio, 2: only the OpenCV loop (for profiling)
+  size_t keep = 0;  // 1: keep the generated images for the next run
 };
 
 // A smooth photo-like picture: gradients, a few filled shapes and mild noise, 500x375, quality 90.
@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
     double check_ours = 0, check_theirs = 0;
     for (size_t r = 0; r < args.reps; ++r) {
       theirs.push_back(args.only == 1 ? 1.0 : run_opencv(dir, threads, args.images, check_theirs));
-      ours.push_back(args.only == 2 ? 1.0 : run_cntkio(dir, threads, args.images, args.minibatch, check_ours));
+      ours.push_back(args.only == 2 ? 1.0
+                                    : run_cntkio(dir, threads, args.images, args.minibatch, check_ours));
     }
     const double a = static_cast<double>(args.images) / median(ours);
     const double b = static_cast<double>(args.images) / median(theirs);

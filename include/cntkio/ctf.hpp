@@ -78,7 +78,8 @@ struct CtfErrorSummary {
 };
 CtfErrorSummary ctf_error_summary(const Deserializer& deserializer);
 
-/// The CNTK index cache file name for `options`: `<file>.<mainAlias|_>.<skipIds>.<symbolic>.<hashed>.v1.cache`.
+/// The CNTK index cache file name for `options`:
+/// `<file>.<mainAlias|_>.<skipIds>.<symbolic>.<hashed>.v1.cache`.
 std::string ctf_cache_file_name(const CtfOptions& options);
 
 }  // namespace cntkio

@@ -33,7 +33,8 @@ class Error : public std::runtime_error {
   struct WhatText {
     std::string text;
   };
-  Error(WhatText what, std::string cntk_text) : std::runtime_error(what.text), cntk_text_(std::move(cntk_text)) {}
+  Error(WhatText what, std::string cntk_text)
+      : std::runtime_error(what.text), cntk_text_(std::move(cntk_text)) {}
 
  private:
   std::string cntk_text_;

@@ -43,8 +43,8 @@ class KeyTable {
   KeyMode mode_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, uint64_t> ids_;
-  std::vector<std::string> strings_;                 // string mode: id -> key
-  std::unordered_map<uint64_t, std::string> hashed_; // hashed mode: id -> key
+  std::vector<std::string> strings_;                  // string mode: id -> key
+  std::unordered_map<uint64_t, std::string> hashed_;  // hashed mode: id -> key
 };
 
 using KeyTablePtr = std::shared_ptr<KeyTable>;

@@ -58,7 +58,9 @@ struct SkipReport {
   std::vector<std::string> first_locations;  ///< the first few (up to 10 per deserializer) "file:line:column"
 
   /// True when nothing was skipped or tolerated.
-  bool empty() const { return errors == 0 && rows_skipped == 0 && samples_skipped == 0 && sequences_skipped == 0; }
+  bool empty() const {
+    return errors == 0 && rows_skipped == 0 && samples_skipped == 0 && sequences_skipped == 0;
+  }
   /// One line: "skipped 1 row, 2 samples and 0 sequences (3 input errors tolerated under maxErrors); first
   /// at a.ctf:2:1, a.ctf:3:7".
   std::string to_string() const;

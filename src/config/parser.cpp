@@ -184,8 +184,8 @@ size_t parse_array_element(const SourceText& text, size_t begin, size_t end, con
   constexpr long kMaxArrayElements = 1000000;
   if (count > kMaxArrayElements - static_cast<long>(elements.size())) {
     throw_at(text.origin_at(star + 1),
-             "repeat count " + count_text + " makes the array longer than " + std::to_string(kMaxArrayElements) +
-                 " elements",
+             "repeat count " + count_text + " makes the array longer than " +
+                 std::to_string(kMaxArrayElements) + " elements",
              key_path);
   }
   for (long i = 0; i < count; ++i) elements.push_back(value);

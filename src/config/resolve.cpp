@@ -105,8 +105,8 @@ class Resolver {
       out.append(value);
       if (out.size() > kMaxResolvedBytes) {
         throw_at(line.origin_at(dollar),
-                 "the value expands to more than " + std::to_string(kMaxResolvedBytes) + " bytes at $" + name +
-                     "$ (exponential $var$ expansion?)",
+                 "the value expands to more than " + std::to_string(kMaxResolvedBytes) + " bytes at $" +
+                     name + "$ (exponential $var$ expansion?)",
                  key_path(scope));
       }
       copied = close + 1;

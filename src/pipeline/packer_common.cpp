@@ -116,8 +116,8 @@ std::vector<size_t> batch_sample_shape(const StreamInfo& stream, const std::vect
     for (size_t j = 0; j < data.size(); ++j) {
       if (!data[j].sample_shape.empty() && product(data[j].sample_shape) != dim) {
         throw FormatError("A sample of stream '" + stream.name + "' holds " +
-                              std::to_string(product(data[j].sample_shape)) + " values, but the stream's shape holds " +
-                              std::to_string(dim) + ".",
+                              std::to_string(product(data[j].sample_shape)) +
+                              " values, but the stream's shape holds " + std::to_string(dim) + ".",
                           location(stream, keys[j]));
       }
     }
@@ -125,13 +125,15 @@ std::vector<size_t> batch_sample_shape(const StreamInfo& stream, const std::vect
   }
   if (data.empty()) return {};
   if (data[0].sample_shape.empty()) {
-    throw FormatError("Unknown shape of the sample in stream '" + stream.name + "'.", location(stream, keys[0]));
+    throw FormatError("Unknown shape of the sample in stream '" + stream.name + "'.",
+                      location(stream, keys[0]));
   }
   std::vector<size_t> shape(data[0].sample_shape.begin(), data[0].sample_shape.end());
   for (size_t j = 1; j < data.size(); ++j) {
     if (!std::equal(shape.begin(), shape.end(), data[j].sample_shape.begin(), data[j].sample_shape.end())) {
       throw FormatError(
-          "Packer currently does not support samples with varying shapes.Please make sure there is a transform "
+          "Packer currently does not support samples with varying shapes.Please make sure there is a "
+          "transform "
           "that unifies the shape of samples for input stream '" +
               stream.name + "' or the deserializer provides samples with the same shape.",
           location(stream, keys[j]));
@@ -143,9 +145,9 @@ std::vector<size_t> batch_sample_shape(const StreamInfo& stream, const std::vect
 void check_fixed_shape(const StreamInfo& stream, const SequenceData& data, const std::string& key) {
   check_values(stream, data, key);
   if (stream.storage == StorageFormat::kDense && stream.sample_shape.empty()) {
-    throw FormatError("Stream '" + stream.name +
-                          "' has no fixed sample shape, which truncated BPTT packing requires.",
-                      location(stream, key));
+    throw FormatError(
+        "Stream '" + stream.name + "' has no fixed sample shape, which truncated BPTT packing requires.",
+        location(stream, key));
   }
   if (!data.sample_shape.empty() && product(data.sample_shape) != stream.sample_dim()) {
     throw FormatError("A sample of stream '" + stream.name + "' does not match the stream's shape.",

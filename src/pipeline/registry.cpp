@@ -36,11 +36,13 @@ const std::vector<Registration>& registrations() {
        {"CNTKBinaryReader", "Cntk.Deserializers.Binary"},
        [](const Config& section, const DeserializerContext& context) {
          CbfOptions options = cbf_options_from_config(section);
-         options.keep_data_in_memory = false;  // only the stand-alone CNTKBinaryReader honours it (spec cbf.md §1.3)
+         options.keep_data_in_memory =
+             false;  // only the stand-alone CNTKBinaryReader honours it (spec cbf.md §1.3)
          if (context.keys && !context.keys->is_numeric()) {
-           throw ConfigError("CNTKBinaryFormatDeserializer supports only numeric sequence keys (its keys are "
-                             "sequence indices); do not set useNumericSequenceKeys=false.",
-                             section.path() + ".type");
+           throw ConfigError(
+               "CNTKBinaryFormatDeserializer supports only numeric sequence keys (its keys are "
+               "sequence indices); do not set useNumericSequenceKeys=false.",
+               section.path() + ".type");
          }
          return make_cbf_deserializer(options);
        }},

@@ -101,7 +101,8 @@ pipeline::DumpOptions dump_options(const json& c, const fs::path& root) {
   if (c["mbSize"].is_null() || c["epochs"].is_null()) {
     // An error case that CNTK only wraps around reader construction: build the reader, read nothing.
     if (c["mode"] != "error" || c.value("errorStage", std::string()) != "construction") {
-      throw std::runtime_error("case has no minibatch size or epoch count (it cannot be run from this folder)");
+      throw std::runtime_error(
+          "case has no minibatch size or epoch count (it cannot be run from this folder)");
     }
     o.minibatch_size = 1;
     o.epochs = 0;

@@ -2,10 +2,10 @@
 #include <iostream>
 #include <memory>
 
+#include "cmd_inspect_file.hpp"
 #include "cntkio/config.hpp"
 #include "cntkio/ctf.hpp"
 #include "cntkio/minibatch_source.hpp"
-#include "cmd_inspect_file.hpp"
 #include "commands.hpp"
 #include "pipeline/registry.hpp"
 
@@ -88,7 +88,8 @@ Command add_inspect_command(CLI::App& app) {
   auto inspect = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand(
       "inspect", "Describe a reader section: its files, index, streams and first minibatches");
-  cmd->add_option("FILE", inspect->file, "A CBF file (either layout): print its header, chunk table and counts");
+  cmd->add_option("FILE", inspect->file,
+                  "A CBF file (either layout): print its header, chunk table and counts");
   cmd->add_option("--config", inspect->config_file, "CNTK config file (required unless FILE is given)");
   cmd->add_option("--section", inspect->section, "Top-level block that holds the reader (with --config)");
   cmd->add_option("--reader-section", inspect->reader_section, "Reader block inside the section")

@@ -46,7 +46,8 @@ void print_details(const std::exception& e, int depth = 0) {
     std::cerr << indent << "kind: I/O (IoError)\n";
     std::cerr << indent << "path: " << io->path() << '\n';
     if (io->error_number() != 0) {
-      std::cerr << indent << "errno: " << io->error_number() << " (" << std::strerror(io->error_number()) << ")\n";
+      std::cerr << indent << "errno: " << io->error_number() << " (" << std::strerror(io->error_number())
+                << ")\n";
     }
   } else if (dynamic_cast<const cntkio::UsageError*>(&e) != nullptr) {
     std::cerr << indent << "kind: usage (UsageError)\n";
@@ -80,13 +81,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("cntkio ") + CNTKIO_VERSION);
   app.require_subcommand(1);
   bool verbose = false;
-  app.add_flag("-v,--verbose", verbose, "On an error, also print its kind, location fields, errno and causes");
+  app.add_flag("-v,--verbose", verbose,
+               "On an error, also print its kind, location fields, errno and causes");
 
   std::vector<cntkio::cli::Command> commands = {
-      cntkio::cli::add_dump_command(app),
-      cntkio::cli::add_inspect_command(app),
-      cntkio::cli::add_convert_command(app),
-      cntkio::cli::add_convert_htk_command(app),
+      cntkio::cli::add_dump_command(app),    cntkio::cli::add_inspect_command(app),
+      cntkio::cli::add_convert_command(app), cntkio::cli::add_convert_htk_command(app),
       cntkio::cli::add_bench_command(app),
   };
 

@@ -301,7 +301,8 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
     // The deserializer checks these too; here the error can point at the config text.
     for (const CtfStreamOptions& earlier : options.streams) {
       if (earlier.alias == s.alias) {
-        throw stream.error("alias", "Two streams use the alias '" + s.alias + "'; every input needs its own alias.");
+        throw stream.error("alias",
+                           "Two streams use the alias '" + s.alias + "'; every input needs its own alias.");
       }
       if (earlier.defines_mb_size && s.defines_mb_size) {
         throw stream.error("definesMBSize",

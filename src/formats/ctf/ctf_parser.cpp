@@ -637,8 +637,8 @@ class ChunkParser {
   }
 
   size_t next_stream_guess_ = 0;
-  std::vector<size_t> dims_;   // per stream: values of a dense sample, or the sparse dimension
-  std::vector<bool> dense_;    // per stream
+  std::vector<size_t> dims_;  // per stream: values of a dense sample, or the sparse dimension
+  std::vector<bool> dense_;   // per stream
 
   std::vector<std::string> aliases_;
   size_t max_alias_length_ = 0;
