@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cntkio/config.hpp"
@@ -37,6 +39,19 @@ struct ReaderState {
   uint64_t worker_rank = 0;       ///< rank that took it
   /// Merged states (merge_reader_states): the position of every worker of that run; empty otherwise.
   std::vector<uint64_t> worker_positions;
+
+  /// Truncated BPTT: the sequences pulled into the packer's parallel slots but not yet fully emitted. A
+  /// restore (same minibatch size and workers) reads them again from `position` on, so the stream continues
+  /// exactly.
+  struct BpttSlots {
+    uint64_t position = 0;          ///< reader position before the oldest pull still queued
+    uint64_t sequence_counter = 0;  ///< running sequence counter at that position
+    /// Every pull made since `position`, in order: {slot it went to, how many of its sequences are queued}.
+    std::vector<std::pair<uint64_t, uint64_t>> pulls;
+    std::vector<uint64_t> cursors;  ///< per slot: samples of its front sequence already emitted
+    friend bool operator==(const BpttSlots&, const BpttSlots&) = default;
+  };
+  std::optional<BpttSlots> bptt;  ///< set only by a truncated-BPTT reader
 
   std::string to_json() const;
   /// Parses to_json()'s output (also CNTK's `{"minibatchSourcePosition": N}`). Throws UsageError.

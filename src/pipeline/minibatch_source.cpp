@@ -85,6 +85,7 @@ class ComposedSource final : public MinibatchSource {
       ReadResult r = next_read();
       if (r.minibatch.end_of_epoch) epoch_over_ = true;
       state_ = r.after;
+      packer_state_ = std::move(r.packer_after);
       // CNTK's shim also ends the epoch on an empty minibatch in mid-epoch (possible for one worker of
       // many); that drops the rest of the epoch for this worker, so we keep reading instead.
       if (r.minibatch.empty()) continue;
@@ -145,6 +146,7 @@ class ComposedSource final : public MinibatchSource {
       enumerator_->set_configuration(config_);
       enumerator_->restore(state_);
       packer_->set_configuration(config_);
+      packer_state_ = packer_->state();
     }
     return next_minibatch(out);
   }
@@ -155,6 +157,14 @@ class ComposedSource final : public MinibatchSource {
     s.sequence_counter = state_.sequence_counter;
     s.num_workers = config_.num_workers;
     s.worker_rank = config_.worker_rank;
+    if (packer_state_.present) {
+      ReaderState::BpttSlots slots;
+      slots.position = packer_state_.replay_from.position;
+      slots.sequence_counter = packer_state_.replay_from.sequence_counter;
+      for (const auto& pull : packer_state_.pulls) slots.pulls.emplace_back(pull.slot, pull.queued);
+      slots.cursors.assign(packer_state_.cursors.begin(), packer_state_.cursors.end());
+      s.bptt = std::move(slots);
+    }
     return s;
   }
 
@@ -164,6 +174,7 @@ class ComposedSource final : public MinibatchSource {
       return;
     }
     discard_pending();
+    if (restore_packer_slots(state)) return;
     pipeline::EnumeratorState target{static_cast<size_t>(state.position),
                                      static_cast<size_t>(state.sequence_counter)};
     pipeline::DeliveredBefore delivered;
@@ -172,6 +183,7 @@ class ComposedSource final : public MinibatchSource {
     enumerator_->skip_delivered(delivered);
     packer_->set_configuration(config_);
     state_ = enumerator_->state();
+    packer_state_ = packer_->state();
     epoch_over_ = false;
     schedule();
   }
@@ -180,7 +192,37 @@ class ComposedSource final : public MinibatchSource {
   struct ReadResult {
     Minibatch minibatch;
     pipeline::EnumeratorState after;
+    pipeline::PackerState packer_after;
   };
+
+  // Truncated BPTT, same workers as the run that took `state`: rewinds to the oldest sequence still queued in
+  // a slot and pulls every sequence again into its slot, so that nothing pulled but not emitted is lost.
+  // False when the state holds no slots or does not fit this configuration (the caller then restores the
+  // position alone, as CNTK does).
+  bool restore_packer_slots(const ReaderState& state) {
+    if (!state.bptt || !state.worker_positions.empty() || state.num_workers != config_.num_workers ||
+        state.worker_rank != config_.worker_rank) {
+      return false;
+    }
+    pipeline::PackerState slots;
+    slots.present = true;
+    slots.replay_from = {static_cast<size_t>(state.bptt->position),
+                         static_cast<size_t>(state.bptt->sequence_counter)};
+    for (const auto& [slot, queued] : state.bptt->pulls) {
+      slots.pulls.push_back({static_cast<size_t>(slot), static_cast<size_t>(queued)});
+    }
+    slots.cursors.assign(state.bptt->cursors.begin(), state.bptt->cursors.end());
+    packer_->set_configuration(config_);
+    if (slots.cursors.size() != packer_->state().cursors.size()) return false;
+    enumerator_->restore(slots.replay_from);
+    enumerator_->skip_delivered({});
+    if (!packer_->restore(slots)) return false;
+    state_ = enumerator_->state();
+    packer_state_ = packer_->state();
+    epoch_over_ = false;
+    schedule();
+    return true;
+  }
 
   static void check_worker(size_t rank, size_t count) {
     if (count == 0 || rank >= count) {
@@ -204,6 +246,7 @@ class ComposedSource final : public MinibatchSource {
     packer_->set_configuration(config);
     epoch_over_ = false;
     state_ = enumerator_->state();
+    packer_state_ = packer_->state();
     schedule();
   }
 
@@ -211,6 +254,7 @@ class ComposedSource final : public MinibatchSource {
     ReadResult r;
     r.minibatch = packer_->read_minibatch();
     r.after = enumerator_->state();
+    r.packer_after = packer_->state();
     return r;
   }
 
@@ -248,6 +292,7 @@ class ComposedSource final : public MinibatchSource {
   bool configured_ = false;
   bool epoch_over_ = true;
   pipeline::EnumeratorState state_;
+  pipeline::PackerState packer_state_;  // truncated BPTT: what the slots hold after the last minibatch
   size_t max_samples_ = kInfinitelyRepeat;
   size_t max_sweeps_ = kInfinitelyRepeat;
   bool v2_mode_ = false;

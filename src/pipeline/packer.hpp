@@ -23,6 +23,20 @@
 
 namespace cntkio::pipeline {
 
+/// What a packer holds between minibatches that the enumerator's position does not capture (truncated BPTT:
+/// sequences pulled into slots but not fully emitted). `present` is false for packers that hold nothing.
+struct PackerState {
+  struct Pull {
+    size_t slot = 0;    ///< the slot the pull's sequences went to
+    size_t queued = 0;  ///< how many of its sequences (the last ones) are still queued; 0 = all emitted
+  };
+  bool present = false;
+  EnumeratorState replay_from;  ///< the enumerator's state before the first pull with a queued sequence
+  std::vector<Pull> pulls;      ///< every pull made since replay_from, in order
+  std::vector<size_t> cursors;  ///< per slot: samples of its front sequence already emitted
+  friend bool operator==(const PackerState&, const PackerState&) = default;
+};
+
 class Packer {
  public:
   virtual ~Packer() = default;
@@ -31,6 +45,12 @@ class Packer {
   virtual void set_configuration(const EpochConfiguration& config) = 0;
   /// Reads the next minibatch from the enumerator. With no data: a Minibatch with no streams, flags set.
   virtual Minibatch read_minibatch() = 0;
+  /// Enough to rebuild what the packer holds (see PackerState); call between minibatches.
+  virtual PackerState state() const { return {}; }
+  /// After set_configuration() and with the enumerator restored to `state.replay_from`: pulls the recorded
+  /// sequences again into the same slots. Returns false, changing nothing, when `state` does not fit the
+  /// current configuration (another number of slots); throws UsageError when the data no longer match it.
+  virtual bool restore(const PackerState& state) { return !state.present; }
 };
 
 /// `local_timeline`: budgets per worker (composite reader / v2) instead of the global minibatch size.

@@ -23,6 +23,7 @@ struct SlotSequence {
   std::string key;
   size_t length = 0;
   bool end_of_sweep = false;
+  size_t pull = 0;  // serial number of the pull that delivered it (checkpoint replay log)
 };
 
 struct Slot {
@@ -31,14 +32,13 @@ struct Slot {
   size_t cursor = 0;  // next sample of the front sequence
 
   size_t available() const { return length - cursor; }
-  /// Drops the front sequence; returns its end-of-sweep flag.
-  bool pop() {
-    const bool flag = sequences.front().end_of_sweep;
-    length -= sequences.front().length;
-    cursor = 0;
-    sequences.pop_front();
-    return flag;
-  }
+};
+
+// One get_next_sequences call of the packer, kept while any of its sequences is still queued in a slot.
+struct PullRecord {
+  EnumeratorState before;  // the enumerator's state just before the call
+  size_t slot = 0;
+  size_t queued = 0;  // of its sequences, how many are still in the slot
 };
 
 class TruncatedBpttPacker : public Packer {
@@ -75,11 +75,55 @@ class TruncatedBpttPacker : public Packer {
     splice_ = splice;
     slots_.assign(slots / config.num_workers + (config.worker_rank < slots % config.num_workers ? 1 : 0),
                   Slot{});
+    pulls_.clear();
+    first_pull_serial_ = 0;
+  }
+
+  PackerState state() const override {
+    PackerState state;
+    state.present = true;
+    state.replay_from = pulls_.empty() ? source_->state() : pulls_.front().before;
+    for (const PullRecord& pull : pulls_) state.pulls.push_back({pull.slot, pull.queued});
+    for (const Slot& slot : slots_) state.cursors.push_back(slot.cursor);
+    return state;
+  }
+
+  bool restore(const PackerState& state) override {
+    if (!state.present) return true;
+    if (state.cursors.size() != slots_.size()) return false;
+    if (truncation_ == 0) throw UsageError("restore() called before set_configuration().");
+    for (const PackerState::Pull& pull : state.pulls) {
+      if (pull.slot >= slots_.size())
+        throw UsageError("Reader state: a truncated-BPTT slot number is out of range.");
+      const EnumeratorState before = source_->state();
+      Sequences got = source_->get_next_sequences(std::numeric_limits<size_t>::max(), 1);
+      if (got.num_sequences() == 0 || got.num_sequences() < pull.queued) {
+        throw UsageError(
+            "Reader state: the data no longer hold the sequences the checkpoint's truncated-BPTT slots "
+            "held.");
+      }
+      packer_detail::check_shape(got, outputs_.size());
+      pulls_.push_back({before, pull.slot, pull.queued});
+      const size_t serial = first_pull_serial_ + pulls_.size() - 1;
+      for (size_t j = got.num_sequences() - pull.queued; j < got.num_sequences(); ++j) {
+        push(slots_[pull.slot], got, j, got.end_of_sweep && j + 1 == got.num_sequences(), serial);
+      }
+    }
+    drop_finished_pulls();
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      Slot& slot = slots_[s];
+      const size_t front_length = slot.sequences.empty() ? 0 : slot.sequences.front().length;
+      if (state.cursors[s] != 0 && state.cursors[s] >= front_length) {
+        throw UsageError("Reader state: a truncated-BPTT slot cursor is beyond its sequence.");
+      }
+      slot.cursor = state.cursors[s];
+    }
+    return true;
   }
 
   Minibatch read_minibatch() override {
     if (truncation_ == 0) throw UsageError("read_minibatch() called before set_configuration().");
-    for (size_t s = 0; s < slots_.size(); ++s) fill(slots_[s]);
+    for (size_t s = 0; s < slots_.size(); ++s) fill(s);
 
     Minibatch result;
     if (nothing_to_pack()) {
@@ -118,7 +162,7 @@ class TruncatedBpttPacker : public Packer {
       bool started_new = false;
       for (size_t t = 0; t < k; ++t) {
         if (slot.cursor >= slot.sequences.front().length) {
-          result.end_of_sweep |= slot.pop();
+          result.end_of_sweep |= pop(slot);
           add(static_cast<ptrdiff_t>(t), slot.sequences.front().length);
           started_new = true;
         }
@@ -131,7 +175,7 @@ class TruncatedBpttPacker : public Packer {
       }
       // LC-BLSTM: the last splice_ samples of a full window of one sequence come again next time.
       if (splice_ > 0 && !started_new && k >= T) slot.cursor -= splice_;
-      if (slot.cursor >= slot.sequences.front().length) result.end_of_sweep |= slot.pop();
+      if (slot.cursor >= slot.sequences.front().length) result.end_of_sweep |= pop(slot);
       if (k < T) gaps.push_back({kGapIndex, s, static_cast<ptrdiff_t>(k), static_cast<ptrdiff_t>(T), true});
     }
     // Gaps after the sequences, as in every cntkio layout (CNTK interleaves them per slot).
@@ -149,23 +193,48 @@ class TruncatedBpttPacker : public Packer {
   }
 
   // Requests one sequence at a time until the slot holds more than T samples or the epoch ends.
-  void fill(Slot& slot) {
+  void fill(size_t slot_index) {
+    Slot& slot = slots_[slot_index];
     while (truncation_ >= slot.available()) {
+      const EnumeratorState before = source_->state();
       Sequences got = source_->get_next_sequences(std::numeric_limits<size_t>::max(), 1);
       if (got.num_sequences() > 0) {
         packer_detail::check_shape(got, outputs_.size());
+        pulls_.push_back({before, slot_index, got.num_sequences()});
+        const size_t serial = first_pull_serial_ + pulls_.size() - 1;
         for (size_t j = 0; j < got.num_sequences(); ++j) {
           // The sweep flag belongs to the last sequence of the result.
           const bool end_of_sweep = got.end_of_sweep && j + 1 == got.num_sequences();
-          push(slot, got, j, end_of_sweep);
+          push(slot, got, j, end_of_sweep, serial);
         }
       }
       if (got.end_of_epoch) return;
     }
   }
 
-  void push(Slot& slot, const Sequences& got, size_t j, bool end_of_sweep) {
+  /// Drops the front sequence of `slot`; returns its end-of-sweep flag.
+  bool pop(Slot& slot) {
+    const SlotSequence& front = slot.sequences.front();
+    const bool flag = front.end_of_sweep;
+    --pulls_[front.pull - first_pull_serial_].queued;
+    slot.length -= front.length;
+    slot.cursor = 0;
+    slot.sequences.pop_front();
+    drop_finished_pulls();
+    return flag;
+  }
+
+  // The replay log only needs to reach back to the oldest pull with a sequence still queued.
+  void drop_finished_pulls() {
+    while (!pulls_.empty() && pulls_.front().queued == 0) {
+      pulls_.pop_front();
+      ++first_pull_serial_;
+    }
+  }
+
+  void push(Slot& slot, const Sequences& got, size_t j, bool end_of_sweep, size_t pull_serial) {
     SlotSequence seq;
+    seq.pull = pull_serial;
     seq.key = source_->key_to_string(got.keys[j]);
     seq.length = got.data[0][j].number_of_samples;
     seq.end_of_sweep = end_of_sweep;
@@ -218,6 +287,8 @@ class TruncatedBpttPacker : public Packer {
   size_t truncation_ = 0;  // 0 until configured
   size_t splice_ = 0;
   std::vector<Slot> slots_;
+  std::deque<PullRecord> pulls_;  // pulls since the oldest one with a sequence still queued
+  size_t first_pull_serial_ = 0;  // serial number of pulls_.front()
 };
 
 }  // namespace

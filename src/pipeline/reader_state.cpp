@@ -16,6 +16,15 @@ std::string ReaderState::to_json() const {
   j["numWorkers"] = num_workers;
   j["workerRank"] = worker_rank;
   if (!worker_positions.empty()) j["workerPositions"] = worker_positions;
+  if (bptt) {
+    nlohmann::json slots;
+    slots["replayPosition"] = bptt->position;
+    slots["replaySequenceCounter"] = bptt->sequence_counter;
+    slots["pulls"] = nlohmann::json::array();
+    for (const auto& [slot, queued] : bptt->pulls) slots["pulls"].push_back({slot, queued});
+    slots["cursors"] = bptt->cursors;
+    j["bpttSlots"] = slots;
+  }
   return j.dump();
 }
 
@@ -28,6 +37,19 @@ ReaderState ReaderState::from_json(const std::string& text) {
     s.num_workers = j.value("numWorkers", uint64_t{1});
     s.worker_rank = j.value("workerRank", uint64_t{0});
     if (j.contains("workerPositions")) s.worker_positions = j["workerPositions"].get<std::vector<uint64_t>>();
+    if (j.contains("bpttSlots")) {
+      const nlohmann::json& slots = j["bpttSlots"];
+      ReaderState::BpttSlots bptt;
+      bptt.position = slots.at("replayPosition").get<uint64_t>();
+      bptt.sequence_counter = slots.at("replaySequenceCounter").get<uint64_t>();
+      for (const nlohmann::json& pull : slots.at("pulls")) {
+        if (!pull.is_array() || pull.size() != 2)
+          throw UsageError("Not a cntkio reader state: bad bpttSlots pull");
+        bptt.pulls.emplace_back(pull[0].get<uint64_t>(), pull[1].get<uint64_t>());
+      }
+      bptt.cursors = slots.at("cursors").get<std::vector<uint64_t>>();
+      s.bptt = std::move(bptt);
+    }
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(std::string("Not a cntkio reader state: ") + e.what());
   }

@@ -23,7 +23,8 @@ namespace {
 // A CTF file of `sequences` sequences of 1..6 rows, dense x (dim 2) holding (key, row) and sparse y.
 class Corpus {
  public:
-  explicit Corpus(size_t sequences) {
+  // `label_every_row`: y on every row instead of the first (truncated BPTT needs streams of equal length).
+  explicit Corpus(size_t sequences, bool label_every_row = false) {
     dir_ = fs::temp_directory_path() /
            ("cntkio_source_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     fs::create_directories(dir_);
@@ -34,7 +35,7 @@ class Corpus {
       size_t rows = 1 + rng() % 6;
       for (size_t r = 0; r < rows; ++r) {
         out << s << " |x " << s << " " << r;
-        if (r == 0) out << " |y " << (s % 7) << ":1";
+        if (r == 0 || label_every_row) out << " |y " << (s % 7) << ":1";
         out << "\n";
       }
       samples_ += rows;
@@ -147,6 +148,78 @@ TEST(SourceCheckpoint, V2RestoreReproducesTheStreamAcrossSweeps) {
       EXPECT_FALSE(resumed->next_minibatch_v2(64, 1, 0, mb));
     }
   }
+}
+
+// Truncated BPTT: the slots hold sequences pulled but not yet fully emitted; a restore pulls them again, so
+// the stream continues exactly (CNTK drops them; docs/differences-from-cntk.md).
+TEST(SourceCheckpoint, TruncatedBpttRestoreAtEveryMinibatchReproducesTheStream) {
+  Corpus corpus(240, /*label_every_row=*/true);
+  for (const char* randomize : {"randomize = false", "randomize = true\n randomizationSeed = 3",
+                                "randomize = true\n randomizationWindow = 2\n randomizationSeed = 0"}) {
+    for (const char* splice : {"", "rightSplice = 1"}) {
+      for (auto [rank, workers] : std::vector<std::pair<size_t, size_t>>{{0, 1}, {1, 2}}) {
+        Config reader =
+            corpus.reader(std::string(randomize) + "\n truncated = true\n truncationLength = 4\n " + splice,
+                          /*composite=*/true);
+        const size_t epoch_size = corpus.samples() + 29;  // crosses a sweep boundary
+        auto reference = MinibatchSource::from_config(reader);
+        reference->start_epoch(16, 0, epoch_size, rank, workers);  // 4 slots of 4 samples
+        std::vector<std::string> expected;
+        std::vector<std::string> states;
+        Minibatch mb;
+        while (reference->next_minibatch(mb)) {
+          expected.push_back(describe(mb));
+          states.push_back(reference->state().to_json());
+        }
+        ASSERT_GT(expected.size(), 20u);
+        ASSERT_NE(states[3].find("bpttSlots"), std::string::npos);
+        for (size_t cut = 0; cut + 1 < expected.size(); cut += 2) {
+          auto resumed = MinibatchSource::from_config(reader);
+          resumed->start_epoch(16, 0, epoch_size, rank, workers);
+          resumed->restore(ReaderState::from_json(states[cut]));
+          for (size_t i = cut + 1; i < expected.size(); ++i) {
+            ASSERT_TRUE(resumed->next_minibatch(mb)) << randomize << " " << splice << " cut " << cut;
+            ASSERT_EQ(describe(mb), expected[i])
+                << randomize << " " << splice << " rank " << rank << " cut " << cut << " mb " << i;
+            // The resumed run's states are the uninterrupted run's, so a second checkpoint is exact too.
+            ASSERT_EQ(resumed->state().to_json(), states[i]) << randomize << " cut " << cut << " mb " << i;
+          }
+          EXPECT_FALSE(resumed->next_minibatch(mb));
+        }
+      }
+    }
+  }
+}
+
+TEST(SourceCheckpoint, TruncatedBpttStateRoundTripsThroughJson) {
+  ReaderState state;
+  state.position = 120;
+  ReaderState::BpttSlots slots;
+  slots.position = 97;
+  slots.sequence_counter = 31;
+  slots.pulls = {{2, 1}, {0, 0}, {1, 2}};
+  slots.cursors = {3, 0, 1};
+  state.bptt = slots;
+  EXPECT_EQ(ReaderState::from_json(state.to_json()), state);
+  EXPECT_THROW(ReaderState::from_json(R"({"minibatchSourcePosition": 1, "bpttSlots": {"replayPosition": 0,
+      "replaySequenceCounter": 0, "pulls": [[1]], "cursors": []}})"),
+               UsageError);
+}
+
+TEST(SourceCheckpoint, TruncatedBpttStateFromAnotherMinibatchSizeRestoresThePositionAsCntkDoes) {
+  Corpus corpus(60, /*label_every_row=*/true);
+  Config reader =
+      corpus.reader("randomize = false\n truncated = true\n truncationLength = 4", /*composite=*/true);
+  auto reference = MinibatchSource::from_config(reader);
+  reference->start_epoch(16, 0, kFullSweep);
+  Minibatch mb;
+  ASSERT_TRUE(reference->next_minibatch(mb));
+  const ReaderState state = reference->state();
+  auto resumed = MinibatchSource::from_config(reader);
+  resumed->start_epoch(8, 0, kFullSweep);  // 2 slots instead of 4: the slots cannot be rebuilt
+  resumed->restore(state);
+  EXPECT_EQ(resumed->current_sample_position(), state.position);
+  EXPECT_TRUE(resumed->next_minibatch(mb));
 }
 
 TEST(SourceCheckpoint, StateHasTheSameShapeBeforeAndAfterTheFirstMinibatch) {
