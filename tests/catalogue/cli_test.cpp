@@ -124,3 +124,40 @@ TEST_F(Cli, FormatErrorExitCode4AndSkipsAreReported) {
 }
 
 }  // namespace
+
+// `convert --to htk`: the dense stream written as HTK features + SCP reads back with the same values.
+TEST_F(Cli, ConvertToHtkWritesFeaturesThatReadBackUnchanged) {
+  const std::string ctf = write("in.ctf",
+                                "10 |f 0.5 -1.25 |l 1:1\n"
+                                "10 |f 2 3e-3\n"
+                                "11 |f 7 8 |l 0:1\n"
+                                "12 |f -0.001 1e5 |l 2:1\n"
+                                "12 |f 1 2\n12 |f 3 4\n");
+  const std::string scp = (dir_ / "out.scp").string();
+  CliRun w = run("convert " + ctf + " " + scp + " --stream f:f:2:dense --quiet");
+  ASSERT_EQ(w.exit_code, 0) << w.output;
+  EXPECT_NE(w.output.find("3 utterances, 6 frames of 2 values"), std::string::npos) << w.output;
+  const std::string reader_ctf = write("ctf.cntk",
+                                       "R = [ reader = [ randomize = false\n deserializers = ( [ type = "
+                                       "\"CNTKTextFormatDeserializer\"\n file = \"" +
+                                           ctf + "\"\n input = [ f = [ dim = 2 ; format = dense ] ] ] ) ] ]");
+  const std::string reader_htk =
+      write("htk.cntk",
+            "R = [ reader = [ randomize = false\n deserializers = ( [ type = \"HTKFeatureDeserializer\"\n "
+            "input = [ f = [ dim = 2 ; scpFile = \"" +
+                scp + "\" ] ] ] ) ] ]");
+  CliRun from_ctf = run("dump --config " + reader_ctf + " --section R --mb-size 100");
+  CliRun from_htk = run("dump --config " + reader_htk + " --section R --mb-size 100");
+  ASSERT_EQ(from_ctf.exit_code, 0) << from_ctf.output;
+  ASSERT_EQ(from_htk.exit_code, 0) << from_htk.output;
+  EXPECT_NE(from_ctf.output.find("-0.001 100000"), std::string::npos) << from_ctf.output;
+  EXPECT_EQ(from_htk.output, from_ctf.output);
+
+  // Two dense streams and none chosen: a usage error, and nothing written.
+  const std::string two = write("two.ctf", "0 |f 1 2 |g 3\n");
+  const std::string scp2 = (dir_ / "two.scp").string();
+  CliRun bad = run("convert " + two + " " + scp2);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("error: --to htk writes one dense stream"), std::string::npos) << bad.output;
+  EXPECT_FALSE(fs::exists(scp2));
+}

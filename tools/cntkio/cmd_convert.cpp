@@ -10,7 +10,9 @@
 #include "cntkio/convert.hpp"
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
+#include "cntkio/htk.hpp"
 #include "commands.hpp"
+#include "core/text.hpp"
 
 namespace cntkio::cli {
 namespace {
@@ -62,8 +64,88 @@ void draw_progress(uint64_t done, uint64_t total) {
   std::fflush(stderr);
 }
 
+// The reader a config section describes, over `a.input` (CTF or CBF).
+std::shared_ptr<Deserializer> deserializer_from_config(const ConvertArgs& a, DataFormat from,
+                                                       std::optional<ElementType> element_type) {
+  if (a.section.empty()) throw UsageError("--config needs --section.");
+  const Config root = Config::from_files({a.config_file}, a.overrides);
+  const Config section = source_section(root.get_block(a.section).get_block(a.reader_section), from);
+  if (from == DataFormat::kCtf) {
+    CtfOptions ctf = ctf_options_from_config(section, section.exists_current("type"));
+    ctf.file = a.input;
+    if (element_type) ctf.element_type = *element_type;
+    return make_ctf_deserializer(ctf);
+  }
+  CbfOptions cbf = cbf_options_from_config(section);
+  cbf.file = a.input;
+  cbf.element_type = std::nullopt;  // keep the stored types unless --precision says otherwise
+  return make_cbf_deserializer(cbf);
+}
+
+// `--to htk` (or OUT ending in .scp): the input's one dense stream as HTK feature files plus an SCP list,
+// with the defaults of `cntkio convert-htk` (which has the header options).
+int run_convert_to_htk(const ConvertArgs& a, DataFormat from) {
+  std::shared_ptr<Deserializer> source;
+  std::string wanted;  // the stream to write; empty: the only dense one
+  if (!a.config_file.empty()) {
+    if (!a.streams.empty()) {
+      throw UsageError("Give the streams either with --stream or with --config, not both.");
+    }
+    source = deserializer_from_config(a, from, std::nullopt);
+  } else if (a.streams.empty() && from != DataFormat::kCtf) {
+    CbfOptions cbf;  // a CBF file names its streams: its one dense stream is written
+    cbf.file = a.input;
+    cbf.element_type = std::nullopt;
+    source = make_cbf_deserializer(cbf);
+  } else if (a.streams.size() != 1) {
+    throw UsageError(
+        "--to htk writes one dense stream: give it with one --stream (or a reader with --config).");
+  } else {
+    const ConvertStream stream = parse_convert_stream(a.streams[0]);
+    wanted = stream.name;
+    if (from == DataFormat::kCtf) {
+      if (stream.dim == 0 || stream.storage != StorageFormat::kDense) {
+        throw UsageError("--stream for CTF input to HTK: name:alias:dim:dense (HTK features are dense).");
+      }
+      CtfOptions ctf;
+      ctf.file = a.input;
+      ctf.streams.push_back({stream.name, stream.alias.empty() ? stream.name : stream.alias,
+                             static_cast<size_t>(stream.dim), StorageFormat::kDense, false});
+      source = make_ctf_deserializer(ctf);
+    } else {
+      CbfOptions cbf;
+      cbf.file = a.input;
+      cbf.element_type = std::nullopt;
+      if (!stream.alias.empty()) cbf.renames.emplace_back(stream.alias, stream.name);
+      source = make_cbf_deserializer(cbf);
+    }
+  }
+  const std::vector<StreamInfo>& streams = source->streams();
+  size_t chosen = streams.size();
+  size_t dense = 0;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    if (wanted.empty() ? streams[i].storage == StorageFormat::kDense : streams[i].name == wanted) chosen = i;
+    dense += streams[i].storage == StorageFormat::kDense;
+  }
+  if (wanted.empty() && dense != 1) {
+    throw UsageError("--to htk writes one dense stream and the input has " + std::to_string(dense) +
+                     "; pick one with `cntkio convert-htk --stream`.");
+  }
+  if (chosen == streams.size()) throw UsageError("The input has no stream '" + wanted + "'.");
+  HtkConvertOptions options;
+  options.scp_file = a.output;
+  const HtkConvertResult r = convert_to_htk(*source, chosen, options);
+  std::cout << "wrote " << a.output << " (htk): " << r.utterances << " utterances, " << r.frames
+            << " frames of " << streams[chosen].sample_dim() << " values\n";
+  return 0;
+}
+
 int run_convert(const ConvertArgs& a) {
   const DataFormat from = a.from.empty() ? detect_data_format(a.input) : format_arg(a.from, "--from");
+  if (core::iequals(a.to, "htk") ||
+      (a.to.empty() && a.output.size() > 4 && core::iequals(a.output.substr(a.output.size() - 4), ".scp"))) {
+    return run_convert_to_htk(a, from);
+  }
   const DataFormat to = a.to.empty() ? data_format_for_output(a.output) : format_arg(a.to, "--to");
   ConvertOptions options;
   options.to = to;
@@ -82,22 +164,8 @@ int run_convert(const ConvertArgs& a) {
   if (!a.config_file.empty()) {
     if (!a.streams.empty())
       throw UsageError("Give the streams either with --stream or with --config, not both.");
-    if (a.section.empty()) throw UsageError("--config needs --section.");
-    const Config root = Config::from_files({a.config_file}, a.overrides);
-    const Config section = source_section(root.get_block(a.section).get_block(a.reader_section), from);
-    std::shared_ptr<Deserializer> source;
-    if (from == DataFormat::kCtf) {
-      CtfOptions ctf = ctf_options_from_config(section, section.exists_current("type"));
-      ctf.file = a.input;
-      if (options.element_type) ctf.element_type = *options.element_type;
-      source = make_ctf_deserializer(ctf);
-    } else {
-      CbfOptions cbf = cbf_options_from_config(section);
-      cbf.file = a.input;
-      cbf.element_type = std::nullopt;  // keep the stored types unless --precision says otherwise
-      source = make_cbf_deserializer(cbf);
-    }
-    summary = convert_deserializer(*source, a.output, options);
+    summary =
+        convert_deserializer(*deserializer_from_config(a, from, options.element_type), a.output, options);
   } else {
     for (const std::string& spec : a.streams) options.streams.push_back(parse_convert_stream(spec));
     summary = convert_file(a.input, from, a.output, options);
@@ -118,12 +186,14 @@ Command add_convert_command(CLI::App& app) {
       "convert",
       "Convert between CTF, CBF and legacy CBF v1 (lossless; see docs/formats/cbf.md). The input format is "
       "detected from its first bytes, the output format from its extension (.bin/.cbf: CBF, .cbf1: legacy, "
-      "else CTF) unless --from/--to say otherwise.");
+      "else CTF) unless --from/--to say otherwise. `--to htk` (or OUT ending in .scp) writes one dense "
+      "stream as "
+      "HTK feature files plus an SCP list (more options: convert-htk).");
   cmd->add_option("IN", args->input, "Input file")->required();
   cmd->add_option("OUT", args->output, "Output file (written as OUT.partial, renamed when complete)")
       ->required();
   cmd->add_option("--from", args->from, "Input format: ctf, cbf or cbf1 (default: detected)");
-  cmd->add_option("--to", args->to, "Output format: ctf, cbf or cbf1 (default: from OUT's extension)");
+  cmd->add_option("--to", args->to, "Output format: ctf, cbf, cbf1 or htk (default: from OUT's extension)");
   cmd->add_option("--config", args->config_file,
                   "CNTK config file whose reader describes the input's streams");
   cmd->add_option("--section", args->section, "Top-level block that holds the reader");
