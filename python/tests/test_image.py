@@ -85,7 +85,7 @@ def read_all(source, minibatch_size=100, stream="features"):
         if not mb:
             return out
         for seq in mb[stream].as_sequences():
-            assert len(seq) == 1
+            assert seq.shape[0] == 1
             out.append(seq[0].toarray()[0] if mb[stream].is_sparse else seq[0])
 
 
@@ -198,7 +198,7 @@ def test_transform_config_text_prints_floats_as_cntk_does():
     text = d.config_text()
     assert 'cropType = "randomside"' in text and "sideRatio = 0.333333:0.5" in text
     assert "brightnessRadius = 0.1" in text and "contrastRadius = 0.25" in text
-    assert text.index("type = Crop") < text.index("type = Color") < text.index("type = Transpose")
+    assert text.index('type = "Crop"') < text.index('type = "Color"') < text.index("type = Transpose")
 
 
 def test_transform_arguments_are_checked():
