@@ -265,7 +265,8 @@ def HTKMLFDeserializer(label_mapping_file, streams, phoneBoundaries=False):  # n
     what = "HTKMLFDeserializer: stream %s mlf" % name
     fields = []
     if label_mapping_file is not None and str(label_mapping_file) != "":
-        fields.append("labelMappingFile = %s" % _path_text(label_mapping_file, "HTKMLFDeserializer: label_mapping_file"))
+        fields.append("labelMappingFile = %s" % _path_text(label_mapping_file,
+                                                           "HTKMLFDeserializer: label_mapping_file"))
     fields.append("dim = %d" % dim)
     if len(files) == 1:
         fields.append("mlfFile = %s" % _path_text(files[0], what))

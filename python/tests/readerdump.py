@@ -6,12 +6,14 @@ import subprocess
 from test_conformance_arrays import stream_lines
 
 
-def python_dump(source, streams, minibatch_size, epochs=1, epoch_size=None):
-    """The dump text of v1 epochs read through Python: every minibatch, the streams in order, one sample per
-    line (the format of `cntkio dump`)."""
+def python_dump(source, streams, minibatch_size, epochs=1, epoch_size=None, max_minibatches=None):
+    """The dump text of v1 epochs read through Python: every minibatch (or the first ``max_minibatches`` of
+    each epoch), the streams in order, one sample per line (the format of `cntkio dump`)."""
     lines = []
     for epoch in range(epochs):
-        for mb in source.epoch_minibatches(minibatch_size, epoch, epoch_size):
+        for k, mb in enumerate(source.epoch_minibatches(minibatch_size, epoch, epoch_size)):
+            if k == max_minibatches:
+                break
             for name in streams:
                 lines.extend(stream_lines(mb[name]))
     return "".join(lines)

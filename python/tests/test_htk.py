@@ -438,3 +438,33 @@ def test_phone_boundaries_and_broadcast_equal_cpp_dump(cli, corpus, tmp_path):
         return corpus.source(features=features, labels=corpus.labels(phone_boundaries=True))
 
     assert_equals_cli_dump(cli, make, ["features", "ivector", "labels"], 20, tmp_path)
+
+
+@pytest.mark.parametrize("case_name,context,mlf,states,label_dim,phone_boundaries,options", [
+    ("HTKGen_ctx5_frame", (2, 2), "labels.mlf", "states.list", 24, False, dict(frame_mode=True)),
+    ("HTKGen_ctx_asym", (2, 1), "labels.mlf", "states.list", 24, False, dict(frame_mode=True)),
+    ("HTKGen_frame_rand", None, "labels.mlf", "states.list", 24, False, dict(frame_mode=True, randomize=True)),
+    ("HTKGen_seq_norand", None, "labels.mlf", "states.list", 24, False, dict()),
+    ("HTKGen_phone_boundaries", None, "phones.mlf", "phones.list", 8, True, dict()),
+    ("HTKGen_bptt5", None, "labels.mlf", "states.list", 24, False, dict(truncation_length=5)),
+])
+def test_generated_cntk_case_read_through_python_objects(cli, monkeypatch, case_name, context, mlf, states,
+                                                         label_dim, phone_boundaries, options):
+    """The generated HTK conformance cases (whose controls came from CNTK's own reader code), written with
+    cntk.io's objects, read what `cntkio dump` prints for their CNTK configs."""
+    from conftest import conformance_dir
+    from readerdump import python_dump
+    from test_conformance_arrays import cli_dump, load_case
+
+    case = load_case(case_name)
+    monkeypatch.chdir(conformance_dir() / case["cwd"])
+    options.setdefault("randomize", False)
+    source = cntkio.MinibatchSource([
+        cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(
+            features=cntkio.StreamDef(scp="feats.scp", shape=DIM, context=context))),
+        cntkio.HTKMLFDeserializer(states, cntkio.StreamDefs(labels=cntkio.StreamDef(mlf=mlf, shape=label_dim)),
+                                  phoneBoundaries=phone_boundaries)], **options)
+    expected = cli_dump(cli, case)
+    assert expected
+    assert python_dump(source, ["features", "labels"], case["mbSize"], case["epochs"], case["epochSize"],
+                       max_minibatches=10) == expected  # `cntkio dump` writes 10 per epoch by default

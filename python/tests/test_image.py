@@ -342,3 +342,29 @@ def test_arrays_equal_cpp_dump(cli, tmp_path, base64_map, randomize):
         return images.source(transforms, base64_map=base64_map, randomize=randomize, randomization_seed=4)
 
     assert_equals_cli_dump(cli, make, ["features", "labels"], 4, tmp_path, epochs=2)
+
+
+@pytest.mark.parametrize("case_name,kind,map_file", [
+    ("ImageSimpleCompositeAndBase64", cntkio.ImageDeserializer, "ImageReaderSimple_map.txt"),
+    ("ImageSimpleCompositeAndBase64__base64", cntkio.Base64ImageDeserializer, "Base64ImageReaderSimple_map.txt"),
+])
+def test_cntk_image_case_read_through_python_objects(cli, monkeypatch, case_name, kind, map_file):
+    """CNTK's composite image test (JPEGs, centre crop with sideRatio 1 and uniratio jitter, 4 x 8 linear
+    scale) written with cntk.io's objects reads what `cntkio dump` of CNTK's own config prints (which the
+    conformance runner checks against CNTK's control)."""
+    from conftest import conformance_dir
+    from readerdump import python_dump
+    from test_conformance_arrays import cli_dump, load_case
+
+    case = load_case(case_name)
+    monkeypatch.chdir(conformance_dir() / case["cwd"])
+    source = cntkio.MinibatchSource(kind(map_file, cntkio.StreamDefs(
+        features=cntkio.StreamDef(field="image", transforms=[
+            T.crop(crop_type="center", side_ratio=1.0, jitter_type="uniratio"),
+            T.scale(width=4, height=8, channels=3, interpolations="linear")]),
+        labels=cntkio.StreamDef(field="label", shape=4))), randomize=False)
+    expected = cli_dump(cli, case)
+    assert expected.count("\n") == 8  # 4 images, 4 labels
+    assert python_dump(source, ["features", "labels"], case["mbSize"], case["epochs"], case["epochSize"],
+                       max_minibatches=10) == expected  # `cntkio dump` writes 10 per epoch by default
+    assert source.streams.features.shape == (3, 8, 4)
