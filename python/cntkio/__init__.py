@@ -10,6 +10,19 @@ Scripts written for ``cntk.io`` run after ``import cntkio as io`` (or ``from cnt
     x = mb[source.streams.features].asarray()   # numpy [sequences, max_length, 3], padding masked by .mask
     y = mb[source.streams.labels].asarray()     # scipy.sparse.csr_matrix, one row per sample
 
+Speech data: ``HTKFeatureDeserializer`` (SCP lists of HTK feature files, StreamDef ``scp``, ``context``,
+``broadcast``) joined with ``HTKMLFDeserializer`` (MLF labels); images: ``ImageDeserializer`` and
+``Base64ImageDeserializer`` with ``cntkio.transforms`` (``crop``, ``scale``, ``mean``, ``color``)::
+
+    source = io.MinibatchSource([
+        io.HTKFeatureDeserializer(io.StreamDefs(features=io.StreamDef(scp="train.scp", shape=39, context=(5, 5)))),
+        io.HTKMLFDeserializer("states.list", io.StreamDefs(labels=io.StreamDef(mlf="train.mlf", shape=132)))],
+        frame_mode=True)
+    images = io.MinibatchSource(io.ImageDeserializer("map.txt", io.StreamDefs(
+        features=io.StreamDef(field="image", transforms=[io.transforms.crop(crop_type="randomside", side_ratio=0.8),
+                                                         io.transforms.scale(width=224, height=224, channels=3)]),
+        labels=io.StreamDef(field="label", shape=1000))))
+
 ``cntkio.torch.MinibatchDataset`` feeds PyTorch. Errors: ValueError for bad arguments, ``cntkio.ConfigError``
 (a ValueError) for configurations, ``cntkio.FormatError`` (a ValueError) for malformed data, OSError for I/O;
 their messages name the file and line/column or byte offset.
@@ -21,8 +34,12 @@ from ._source import (
     DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
     FULL_DATA_SWEEP,
     INFINITELY_REPEAT,
+    Base64ImageDeserializer,
     CBFDeserializer,
     CTFDeserializer,
+    HTKFeatureDeserializer,
+    HTKMLFDeserializer,
+    ImageDeserializer,
     MinibatchData,
     MinibatchDict,
     MinibatchSource,
@@ -33,6 +50,7 @@ from ._source import (
     TraceLevel,
     merge_checkpoint_states,
 )
+from . import transforms
 
 
 def worker_from_environment():
@@ -42,8 +60,9 @@ def worker_from_environment():
 
 
 __all__ = [
-    "CBFDeserializer", "CTFDeserializer", "ConfigError", "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS",
-    "FULL_DATA_SWEEP", "FormatError", "INFINITELY_REPEAT", "MinibatchData", "MinibatchDict", "MinibatchSource",
-    "Record", "StreamDef", "StreamDefs", "StreamInformation", "TraceLevel", "merge_checkpoint_states",
-    "worker_from_environment",
+    "Base64ImageDeserializer", "CBFDeserializer", "CTFDeserializer", "ConfigError",
+    "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "FULL_DATA_SWEEP", "FormatError", "HTKFeatureDeserializer",
+    "HTKMLFDeserializer", "INFINITELY_REPEAT", "ImageDeserializer", "MinibatchData", "MinibatchDict",
+    "MinibatchSource", "Record", "StreamDef", "StreamDefs", "StreamInformation", "TraceLevel",
+    "merge_checkpoint_states", "transforms", "worker_from_environment",
 ]

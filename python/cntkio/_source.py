@@ -8,6 +8,8 @@ Python and C++ read the same sequences in the same order.
 import enum
 import json
 import math
+import numbers
+import uuid
 
 import numpy as np
 
@@ -101,18 +103,29 @@ def _dimension(shape, stream):
 
 
 class _Deserializer:
-    """A deserializer definition: its config section text and the sample shapes of its dense streams."""
+    """A deserializer definition: its config section text and the sample shapes of its dense streams.
 
-    def __init__(self, type_name, module, records, shapes):
+    ``parts`` makes it a group of deserializers that join the composite reader one after another (cntk.io's
+    HTKFeatureDeserializer with several streams is one HTKFeatureDeserializer per stream)."""
+
+    def __init__(self, type_name, module, records, shapes, parts=None):
         self.type = type_name
         self.module = module
         self._records = records
+        self._parts = parts
         self.sample_shapes = shapes
 
     def config_text(self):
+        """The deserializer section(s) in CNTK's config language (several joined by ':' for a group)."""
+        return "\n:\n".join(self.sections())
+
+    def sections(self):
+        """One config section text per deserializer."""
+        if self._parts:
+            return [text for part in self._parts for text in part.sections()]
         lines = ["type = %s" % self.type, "module = %s" % self.module]
         lines.extend(self._records)
-        return "[\n" + "\n".join(lines) + "\n]"
+        return ["[\n" + "\n".join(lines) + "\n]"]
 
     def __repr__(self):
         return "<cntkio %s %s>" % (self.type, self.config_text().replace("\n", " "))
@@ -157,6 +170,192 @@ def CBFDeserializer(filename, streams={}):  # noqa: B006 -- cntk.io's signature;
     return _Deserializer("CNTKBinaryFormatDeserializer", "CNTKBinaryReader", records, {})
 
 
+def _path_text(path, what):
+    """A file name (str or os.PathLike) as quoted config text."""
+    import os
+
+    return _config_string(os.fspath(path), what)
+
+
+def _flag(value):
+    return "1" if value else "0"
+
+
+def HTKFeatureDeserializer(streams):
+    """The HTK feature deserializer: speech features listed in SCP files (``logical=physical[start,end]``).
+
+    ``streams`` maps stream names to ``StreamDef(scp=..., shape=..., context=(left, right), broadcast=...,
+    defines_mb_size=...)``:
+
+    * ``scp``: the SCP file (one per stream, as in CNTK; a list must hold exactly one file);
+    * ``shape``: the dimension. With ``context`` given, each sample holds ``shape * (1 + left + right)``
+      values: the frames ``t-left .. t+right`` of its utterance, edge frames repeated. Without it (or with
+      ``(0, 0)``) the window is inferred: ``shape`` must be an odd multiple of the files' dimension;
+    * ``broadcast``: each utterance of this stream has one frame (an i-vector), repeated to the primary
+      stream's length; such a stream cannot come first;
+    * ``defines_mb_size``: this stream's frames count for the minibatch size (see
+      docs/differences-from-cntk.md: CNTK ignores the flag here).
+
+    ``field`` must be left unset. Several streams become several HTK feature deserializers joined by
+    utterance key, the first one primary, as in cntk.io.
+    """
+    parts = []
+    for name, s in streams.items():
+        if s.get("stream_alias") is not None:
+            raise ValueError("HTKFeatureDeserializer does not support stream names")
+        if s.get("scp") is None:
+            raise ValueError("No scp files specified for HTKFeatureDeserializer")
+        scp = s["scp"]
+        if isinstance(scp, (list, tuple)):
+            if len(scp) != 1:
+                raise ValueError("HTKFeatureDeserializer: stream '%s' has %d scp files; CNTK reads one scp file per "
+                                 "stream (use one deserializer per file list, or concatenate the lists)"
+                                 % (name, len(scp)))
+            scp = scp[0]
+        dim, _ = _dimension(s.get("dim"), name)
+        context = s.get("context")
+        if context is None:
+            left, right = 0, 0
+        else:
+            try:
+                left, right = context
+            except (TypeError, ValueError):
+                raise ValueError("HTKFeatureDeserializer: stream '%s': context must be a pair (left, right), got %r"
+                                 % (name, context)) from None
+            left = _count(left, "HTKFeatureDeserializer: stream '%s' left context" % name)
+            right = _count(right, "HTKFeatureDeserializer: stream '%s' right context" % name)
+        fields = ["scpFile = %s" % _path_text(scp, "HTKFeatureDeserializer: stream %s scp" % name), "dim = %d" % dim,
+                  "contextWindow = %d:%d" % (left, right), "expandToUtterance = %s" % _flag(s.get("broadcast"))]
+        records = ["input = [\n%s = [ %s ]\n]" % (_config_name(name, "HTKFeatureDeserializer: stream name"),
+                                                  " ; ".join(fields))]
+        if s.get("defines_mb_size"):
+            # Read at the `input` level or above (spec htk.md §2.2): the deserializer section is above it.
+            records.append("definesMBSize = 1")
+        parts.append(_Deserializer("HTKFeatureDeserializer", "HTKDeserializers", records, {}))
+    if not parts:
+        raise ValueError("no feature streams found")
+    if len(parts) == 1:
+        return parts[0]
+    return _Deserializer("HTKFeatureDeserializer", "HTKDeserializers", [], {}, parts)
+
+
+def HTKMLFDeserializer(label_mapping_file, streams, phoneBoundaries=False):  # noqa: N803 -- cntk.io's name
+    """The HTK MLF label deserializer: frame labels from master label files, joined to the features by
+    utterance key (it cannot come first in a MinibatchSource).
+
+    ``label_mapping_file`` is the state list (one state name per line; a label's class is its line index);
+    None or "" reads 4-column MLFs whose fourth column is the class id. ``streams`` holds one
+    ``StreamDef(mlf=file or list of files, shape=number of classes)``; labels are sparse one-hot rows.
+    ``phoneBoundaries=True`` (sequence mode only) marks the first frame of every label line with 2 instead
+    of 1, for CTC training.
+    """
+    if len(streams) != 1:
+        raise ValueError("HTKMLFDeserializer only accepts a single stream")
+    name, s = next(iter(streams.items()))
+    if s.get("stream_alias") is not None:
+        raise ValueError("HTKMLFDeserializer does not support stream names")
+    dim, _ = _dimension(s.get("dim"), name)
+    if s.get("mlf") is None:
+        raise ValueError("No master label files specified for HTKMLFDeserializer")
+    files = s["mlf"]
+    if not isinstance(files, (list, tuple)):
+        files = [files]
+    if not files:
+        raise ValueError("HTKMLFDeserializer: No mlf files were specified")
+    what = "HTKMLFDeserializer: stream %s mlf" % name
+    fields = []
+    if label_mapping_file is not None and str(label_mapping_file) != "":
+        fields.append("labelMappingFile = %s" % _path_text(label_mapping_file,
+                                                           "HTKMLFDeserializer: label_mapping_file"))
+    fields.append("dim = %d" % dim)
+    if len(files) == 1:
+        fields.append("mlfFile = %s" % _path_text(files[0], what))
+    else:
+        fields.append("mlfFileList = (%s)" % ":".join(_path_text(f, what) for f in files))
+    fields.append("phoneBoundaries = %s" % _flag(phoneBoundaries))
+    records = ["input = [\n%s = [ %s ]\n]" % (_config_name(name, "HTKMLFDeserializer: stream name"),
+                                              " ; ".join(fields))]
+    return _Deserializer("HTKMLFDeserializer", "HTKDeserializers", records, {})
+
+
+def _config_scalar(value, what):
+    """A transform parameter as config text: strings quoted, numbers as C++ streams print them (6 significant
+    digits for floats, which are 32-bit in CNTK), pairs as ``a:b``."""
+    if isinstance(value, (tuple, list)):
+        return ":".join(_config_scalar(v, what) for v in value)
+    if isinstance(value, bool):
+        return _flag(value)
+    if isinstance(value, numbers.Integral):
+        return "%d" % value
+    if isinstance(value, numbers.Real):
+        return "%g" % float(np.float32(value))
+    import os
+
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    return _config_string(value, what)
+
+
+def _transform_text(transform, what):
+    if not isinstance(transform, dict) or "type" not in transform:
+        raise TypeError("%s: not an image transform: %r (use cntkio.transforms.crop/scale/mean/color)"
+                        % (what, transform))
+    fields = ["%s = %s" % (_config_name(k, "%s: transform key" % what), _config_scalar(v, "%s: %s" % (what, k)))
+              for k, v in transform.items()]
+    return "[ %s ]" % " ; ".join(fields)
+
+
+def _image_deserializer(type_name, filename, streams):
+    image_stream = None
+    label_stream = "_ignore_labels_" + uuid.uuid1().hex  # cntk.io's hidden label stream when none is given
+    label_dim = 2
+    transforms = []
+    for name, s in streams.items():
+        alias = s.get("stream_alias")
+        if alias == "image":
+            if image_stream is not None:
+                raise ValueError("%s: streams '%s' and '%s' both have field 'image'" % (type_name, image_stream, name))
+            image_stream = name
+            transforms = list(s.get("transforms") or [])
+        elif alias == "label":
+            if not label_stream.startswith("_ignore_labels_"):
+                raise ValueError("%s: streams '%s' and '%s' both have field 'label'" % (type_name, label_stream, name))
+            label_stream = name
+            label_dim, _ = _dimension(s.get("dim"), name)
+        else:
+            raise ValueError("%s: invalid field name '%s', allowed are 'image' and 'label'" % (type_name, alias))
+    if image_stream is None:
+        raise ValueError("%s: stream name ('image' or 'label') must be specified" % type_name)
+    what = "%s: stream %s" % (type_name, image_stream)
+    # cntk.io appends a Transpose (HWC -> CHW) to the user's transforms.
+    blocks = [_transform_text(t, what) for t in transforms] + ["[ type = Transpose ]"]
+    inputs = ["%s = [\ntransforms = (\n%s\n)\n]" % (_config_name(image_stream, "%s: stream name" % type_name),
+                                                     "\n:\n".join(blocks)),
+              "%s = [ labelDim = %d ]" % (_config_name(label_stream, "%s: stream name" % type_name), label_dim)]
+    records = ["file = %s" % _path_text(filename, "%s: filename" % type_name), "input = [\n%s\n]" % "\n".join(inputs)]
+    return _Deserializer(type_name, "ImageReader", records, {})
+
+
+def ImageDeserializer(filename, streams):
+    """The image deserializer for the map file ``filename`` (lines ``path<TAB>label`` or
+    ``key<TAB>path<TAB>label``; ``archive.zip@/entry`` names a zip entry; a leading ``...`` is the map file's
+    folder).
+
+    ``streams``: ``StreamDef(field='image', transforms=[...])`` for the images (transforms from
+    cntkio.transforms, applied in order, then a transpose: arrays are ``[..., channels, height, width]``,
+    BGR, 0..255) and ``StreamDef(field='label', shape=number of classes)`` for sparse one-hot labels. Without
+    a label stream cntk.io adds a hidden one with 2 classes, so every label in the map file must then be 0 or
+    1. With randomization and no other deserializer, CNTK reads images in frame mode.
+    """
+    return _image_deserializer("ImageDeserializer", filename, streams)
+
+
+def Base64ImageDeserializer(filename, streams):
+    """The base64 image deserializer: lines ``[key<TAB>]label<TAB>base64 image`` in ``filename``; streams as
+    for ImageDeserializer."""
+    return _image_deserializer("Base64ImageDeserializer", filename, streams)
+
+
 def _reader_config_text(deserializers, randomization_window_in_chunks, randomization_window_in_samples,
                         randomization_seed, trace_level, multithreaded_deserializer, frame_mode,
                         truncation_length, max_errors):
@@ -178,7 +377,8 @@ def _reader_config_text(deserializers, randomization_window_in_chunks, randomiza
         lines.append("multiThreadedDeserialization = %d" % (1 if multithreaded_deserializer else 0))
     if max_errors != 0:
         lines.append("maxErrors = %d" % max_errors)
-    lines.append("deserializers = (\n%s\n)" % "\n:\n".join(d.config_text() for d in deserializers))
+    sections = [text for d in deserializers for text in d.sections()]
+    lines.append("deserializers = (\n%s\n)" % "\n:\n".join(sections))
     return "reader = [\n" + "\n".join(lines) + "\n]\n"
 
 
@@ -349,7 +549,8 @@ class MinibatchSource:
     """A composite reader over one or more deserializers, as cntk.io.MinibatchSource.
 
     Args:
-        deserializers: one deserializer (CTFDeserializer, CBFDeserializer) or a list; several are joined by
+        deserializers: one deserializer (CTFDeserializer, CBFDeserializer, HTKFeatureDeserializer,
+            HTKMLFDeserializer, ImageDeserializer, Base64ImageDeserializer) or a list; several are joined by
             sequence key, the first one being the primary.
         max_samples: samples to read in total (INFINITELY_REPEAT, FULL_DATA_SWEEP or a count); exclusive with
             max_sweeps.
@@ -376,7 +577,9 @@ class MinibatchSource:
             raise ValueError("MinibatchSource needs at least one deserializer")
         for d in deserializers:
             if not isinstance(d, _Deserializer):
-                raise TypeError("not a cntkio deserializer: %r (use CTFDeserializer or CBFDeserializer)" % (d,))
+                raise TypeError("not a cntkio deserializer: %r (use CTFDeserializer, CBFDeserializer, "
+                                "HTKFeatureDeserializer, HTKMLFDeserializer, ImageDeserializer or "
+                                "Base64ImageDeserializer)" % (d,))
         _check_limits(max_samples, max_sweeps)
         randomization_window_in_chunks = _count(randomization_window_in_chunks, "randomization_window_in_chunks")
         randomization_window_in_samples = _count(randomization_window_in_samples,

@@ -1,4 +1,6 @@
-"""``cntk.io`` under its own name: ``from cntkio import io`` or ``import cntkio.io as io``."""
+"""``cntk.io`` under its own name: ``from cntkio import io`` or ``import cntkio.io as io``; ``io.transforms`` is
+``cntkio.transforms`` (cntk.io.transforms)."""
 
 from cntkio import *  # noqa: F401,F403
 from cntkio import __all__  # noqa: F401
+from cntkio import transforms  # noqa: F401
