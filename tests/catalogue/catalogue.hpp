@@ -134,5 +134,6 @@ std::vector<Case> ctf_cases();
 std::vector<Case> cbf_cases();
 std::vector<Case> io_cases();
 std::vector<Case> htk_cases();
+std::vector<Case> image_cases();
 
 }  // namespace cntkio::catalogue

@@ -15,7 +15,7 @@ namespace {
 
 std::vector<Case> all_cases() {
   std::vector<Case> all;
-  for (auto* part : {&config_cases, &ctf_cases, &cbf_cases, &io_cases, &htk_cases}) {
+  for (auto* part : {&config_cases, &ctf_cases, &cbf_cases, &io_cases, &htk_cases, &image_cases}) {
     std::vector<Case> some = (*part)();
     all.insert(all.end(), std::make_move_iterator(some.begin()), std::make_move_iterator(some.end()));
   }
