@@ -75,5 +75,80 @@ cat "$work/err.txt"
 [ "$code" -eq 5 ] || fail "expected exit code 5 for a missing file, got $code"
 grep -q "^error: " "$work/err.txt" || fail "no 'error:' line"
 
+step "7. packing: sequence mode, frame mode and truncated BPTT (docs/guide.md)"
+cat >"$work/tagged.ctf" <<'CTF'
+0 |w 1 0 |t 0:1
+0 |w 2 0 |t 1:1
+0 |w 3 0 |t 0:1
+1 |w 4 0 |t 1:1
+1 |w 5 0 |t 1:1
+2 |w 6 0 |t 0:1
+2 |w 7 0 |t 0:1
+2 |w 8 0 |t 1:1
+2 |w 9 0 |t 1:1
+2 |w 10 0 |t 0:1
+CTF
+cat >"$work/modes.cntk" <<'CNTK'
+Read = [
+    reader = [
+        randomize = false
+        deserializers = ([
+            type = "CNTKTextFormatDeserializer"
+            file = "tagged.ctf"
+            input = [
+                word = [ alias = "w" ; dim = 2 ; format = "dense" ]
+                tag = [ alias = "t" ; dim = 2 ; format = "sparse" ]
+            ]
+        ])
+    ]
+]
+CNTK
+sed 's/file = "tagged.ctf"/file = "tagged.ctf" ; skipSequenceIds = true/' "$work/modes.cntk" >"$work/frames.cntk"
+(
+  cd "$work"
+  "$cli" inspect --config modes.cntk --section Read --minibatches 3 --mb-size 4 >sequence.txt
+  "$cli" inspect --config frames.cntk --section Read --minibatches 1 --mb-size 4 \
+    --set 'Read=[reader=[frameMode=true]]' >frame.txt
+  "$cli" inspect --config modes.cntk --section Read --minibatches 3 --mb-size 4 \
+    --set 'Read=[reader=[truncated=true;truncationLength=2]]' >bptt.txt
+)
+sed -n '/^minibatch/,$p' "$work/bptt.txt"
+grep -q "word: 5 samples in 1 parallel rows x 5 steps" "$work/sequence.txt" || fail "sequence mode"
+grep -q "keys: 0 1 2 3" "$work/frame.txt" || fail "frame mode"
+grep -q "word: 3 samples in 2 parallel rows x 2 steps" "$work/bptt.txt" || fail "truncated BPTT"
+
+step "8. bad input: maxErrors 0 stops at the typo, maxErrors 5 skips it and reports what was skipped"
+printf '0 |x 1 2 3 |y 1:1\n0 |x 4 5 6\n1 |x 7 8 9 |y 0:1\n1 |x 9 9 9 |z 5\n2 |x 1 2 3 |y 2:1\n2 |x 4 b 6\n3 |x 1 2 3 |y 3:1\n' \
+  >"$work/bad.ctf"
+cat >"$work/bad.cntk" <<'CNTK'
+dataDir = "."
+Train = [
+    reader = [
+        readerType = "CNTKTextFormatReader"
+        file = "$dataDir$/bad.ctf"
+        randomize = false
+        input = [
+            x = [ dim = 3 ; format = "dense" ]
+            y = [ dim = 4 ; format = "sparse" ]
+        ]
+    ]
+]
+CNTK
+(
+  cd "$work"
+  set +e
+  "$cli" dump --config bad.cntk --section Train --mb-size 10 --separate-layouts >/dev/null 2>strict.txt
+  echo $? >strict.code
+  set -e
+  "$cli" dump --config bad.cntk --section Train --mb-size 10 --separate-layouts --keys \
+    --set 'Train=[reader=[maxErrors=5;traceLevel=0]]' >kept.txt 2>tolerant.txt
+)
+cat "$work/strict.txt" "$work/tolerant.txt"
+[ "$(cat "$work/strict.code")" -eq 4 ] || fail "bad data should give exit code 4"
+grep -q "line 6, column 8 (byte offset 88), stream 'x', sequence 2" "$work/strict.txt" || fail "error location"
+[ "$(tr '\n' ' ' <"$work/kept.txt")" = "0 1 2 3 " ] || fail "maxErrors=5 should keep sequences 0-3"
+grep -q "^warning: skipped 1 row, 1 sample and 0 sequences (3 input errors tolerated under maxErrors)" \
+  "$work/tolerant.txt" || fail "no skip report"
+
 echo
 echo "cli_recipes.sh: all recipes ran"
