@@ -1,6 +1,7 @@
 """Runs the examples of examples/ that docs/guide.md quotes, so that the documentation cannot drift from what
 the code does: examples/cli_recipes.sh (the cntkio CLI) and examples/quickstart.py (the Python module)."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -36,3 +37,33 @@ def test_quickstart_runs_from_any_directory(tmp_path):
     assert lines[0].startswith("streams: [StreamInformation(name='features'")
     assert "minibatch 0: features (58, 8, 3), labels (58, 20), 255 samples" in lines[1]
     assert "read 6 minibatches: 300 sequences, 1344 samples" in result.stdout
+
+
+def _python_blocks(page):
+    """The ```python blocks of a docs page that are meant to run (not the cntk.io 'before' lines)."""
+    text = (REPO / "docs" / page).read_text()
+    blocks = []
+    for block in text.split("```python\n")[1:]:
+        code = block.split("```", 1)[0]
+        if "import cntk.io" in code:
+            continue
+        if "import cntkio" not in code:  # a fragment continuing the page's `import cntkio as io`
+            code = "import cntkio as io\n" + code
+        blocks.append(code)
+    return blocks
+
+
+@pytest.mark.parametrize("page", ["guide.md", "migration-from-cntk-io.md"])
+def test_python_snippets_of_the_docs_run(page, tmp_path):
+    blocks = _python_blocks(page)
+    assert blocks, "no python blocks found in docs/%s" % page
+    for i, code in enumerate(blocks):
+        if "cntkio.torch" in code and importlib.util.find_spec("torch") is None:
+            continue  # PyTorch is optional
+        script = tmp_path / ("snippet%d.py" % i)
+        script.write_text(code)
+        # The snippets name files relative to the repository root, as the guide's commands do.
+        result = subprocess.run([sys.executable, str(script)], cwd=str(REPO), capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, "docs/%s, python block %d failed:\n%s\n%s" % (page, i + 1, code,
+                                                                                  result.stderr)
