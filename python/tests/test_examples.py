@@ -1,5 +1,6 @@
-"""Runs the examples of examples/ that docs/guide.md quotes, so that the documentation cannot drift from what
-the code does: examples/cli_recipes.sh (the cntkio CLI) and examples/quickstart.py (the Python module)."""
+"""Runs the examples that the documentation quotes, so that it cannot drift from what the code does:
+examples/cli_recipes.sh (the cntkio CLI), examples/quickstart.py, and the Python blocks of docs/guide.md and
+docs/migration-from-cntk-io.md."""
 
 import importlib.util
 import os
