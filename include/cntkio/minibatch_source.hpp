@@ -1,12 +1,13 @@
-// MinibatchSource: the composable reader. Deserializers → (bundler) → randomizer → packer → minibatches.
-//
-// Built from a CNTK reader config section (`MinibatchSource::from_config`), it reproduces CNTK's minibatch
-// stream: the same sequences in the same order and layout. Epochs follow CNTK's v1 (BrainScript) rules:
-// epoch k covers the samples [k·E, (k+1)·E) of the endless global timeline, and `next_minibatch` returns
-// false once the epoch is over.
-//
-// Thread-safety: not thread-safe; use one MinibatchSource per consuming thread. It may use background
-// threads internally.
+/// @file
+/// MinibatchSource: the composable reader. Deserializers → (bundler) → randomizer → packer → minibatches.
+///
+/// Built from a CNTK reader config section (`MinibatchSource::from_config`), it reproduces CNTK's minibatch
+/// stream: the same sequences in the same order and layout. Epochs follow CNTK's v1 (BrainScript) rules:
+/// epoch k covers the samples [k·E, (k+1)·E) of the endless global timeline, and `next_minibatch` returns
+/// false once the epoch is over.
+///
+/// Thread-safety: not thread-safe; use one MinibatchSource per consuming thread. It may use background
+/// threads internally.
 #pragma once
 
 #include <cstddef>
@@ -38,9 +39,11 @@ struct ReaderState {
   /// Merged states (merge_reader_states): the position of every worker of that run; empty otherwise.
   std::vector<uint64_t> worker_positions;
 
+  /// `{"minibatchSourcePosition": N, ...}` with every field; from_json reads it back.
   std::string to_json() const;
   /// Parses to_json()'s output (also CNTK's `{"minibatchSourcePosition": N}`). Throws UsageError.
   static ReaderState from_json(const std::string& json);
+  /// All fields equal.
   friend bool operator==(const ReaderState&, const ReaderState&) = default;
 };
 
@@ -66,6 +69,8 @@ struct SkipReport {
   std::string to_string() const;
 };
 
+/// A reader: delivers minibatches epoch after epoch (v1) or up to a sample/sweep limit (v2), and its state
+/// for checkpoints. Create one with from_config.
 class MinibatchSource {
  public:
   virtual ~MinibatchSource() = default;

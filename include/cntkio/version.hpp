@@ -9,6 +9,8 @@
 /// Thread-safety: version() may be called from any thread.
 #pragma once
 
+/// cntkio: CNTK's data readers (CTF, CBF, HTK, images) with CNTK's exact reader semantics. Start with
+/// MinibatchSource::from_config (minibatch_source.hpp); docs/ has the user guide and format references.
 namespace cntkio {
 
 /// The version of the cntkio library this program runs with, "MAJOR.MINOR.PATCH" (for example "0.1.0").
