@@ -46,7 +46,7 @@ set(CPACK_PACKAGE_NAME "cntkio")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_VENDOR "cntkio")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "CNTK's data readers (CTF, CBF, HTK, images): library, CLI and Python module")
-set(CPACK_PACKAGE_DESCRIPTION
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
     "cntkio reads CNTK datasets with CNTK's exact reader semantics: the CNTK Text Format, the CNTK Binary "
     "Format, HTK features with MLF labels and image maps, with CNTK's randomization, epochs and distributed "
     "reading. The package holds the cntkio command line, the shared and static C++ library with its headers, "
