@@ -1,18 +1,19 @@
-// The CNTK Binary Format (CBF): its deserializer (current layout and the legacy "version 1" layout), its
-// header, and a streaming writer for both layouts.
-//
-// Current layout: a 12-byte prefix (magic, version 1), the chunk bodies, a header at the end (streams and
-// the chunk table) and an int64 trailer holding the header's offset. Legacy v1 layout: the header first
-// (version, chunk count, per-stream headers, offsets table), then the chunks. docs/formats/cbf.md has the
-// byte tables and the error messages; spec: ../shared/spec/cbf.md.
-//
-// Reading maps the file; a loaded chunk's sequences are views into the mapping (no per-value copy). Every
-// size and offset read from a file is checked against the file size before it is used, so a truncated or
-// corrupt file gives a FormatError naming the byte offset, never a crash or an allocation larger than the
-// file.
-//
-// Thread-safety: a CBF deserializer may load different chunks from several threads at once; its describe
-// methods are const and safe to call concurrently. A CbfWriter is not thread-safe (one writer per thread).
+/// @file
+/// The CNTK Binary Format (CBF): its deserializer (current layout and the legacy "version 1" layout), its
+/// header, and a streaming writer for both layouts.
+///
+/// Current layout: a 12-byte prefix (magic, version 1), the chunk bodies, a header at the end (streams and
+/// the chunk table) and an int64 trailer holding the header's offset. Legacy v1 layout: the header first
+/// (version, chunk count, per-stream headers, offsets table), then the chunks. docs/formats/cbf.md has the
+/// byte tables and the error messages; spec: ../shared/spec/cbf.md.
+///
+/// Reading maps the file; a loaded chunk's sequences are views into the mapping (no per-value copy). Every
+/// size and offset read from a file is checked against the file size before it is used, so a truncated or
+/// corrupt file gives a FormatError naming the byte offset, never a crash or an allocation larger than the
+/// file.
+///
+/// Thread-safety: a CBF deserializer may load different chunks from several threads at once; its describe
+/// methods are const and safe to call concurrently. A CbfWriter is not thread-safe (one writer per thread).
 #pragma once
 
 #include <cstdint>
@@ -47,7 +48,8 @@ inline constexpr size_t kCbfDefaultWindowInChunks = 128;
 struct CbfOptions {
   std::string file;  ///< data file path, either layout [file]
   /// Renames as {name in the file, exposed name}, applied in order (a later entry for the same file name
-  /// wins); streams without an entry keep their file name [input.<exposed>.alias]. Default: none.
+  /// wins); streams without an entry keep their file name [input.NAME.alias of the exposed NAME]. Default:
+  /// none.
   std::vector<std::pair<std::string, std::string>> renames;
   /// Element type every stream must have in the file [precision] float. std::nullopt: each stream keeps the
   /// type it is stored with (the converters use this).
@@ -84,15 +86,15 @@ struct CbfChunkHeader {
 
 /// The validated header of a CBF file.
 struct CbfHeader {
-  CbfLayout layout = CbfLayout::kCurrent;
-  uint64_t file_size = 0;
+  CbfLayout layout = CbfLayout::kCurrent;  ///< which layout the file uses
+  uint64_t file_size = 0;                  ///< bytes of the file
   uint64_t header_offset = 0;  ///< current: where the header starts (the trailer's value); legacy: 0
   uint64_t data_offset = 0;    ///< first byte of chunk data (current: 12; legacy: end of the offsets table)
-  std::vector<CbfStreamHeader> streams;
-  std::vector<CbfChunkHeader> chunks;
+  std::vector<CbfStreamHeader> streams;  ///< the streams, in file order
+  std::vector<CbfChunkHeader> chunks;    ///< the chunk table, in file order
 
-  uint64_t total_sequences() const;
-  uint64_t total_samples() const;  ///< sum of the table's per-chunk sample counts
+  uint64_t total_sequences() const;  ///< sum of the table's per-chunk sequence counts
+  uint64_t total_samples() const;    ///< sum of the table's per-chunk sample counts
 };
 
 /// The layout of `path` from its first 8 bytes, or std::nullopt if it is neither. Throws IoError.

@@ -1,18 +1,19 @@
-// CNTK's configuration language (the "ConfigParameters" language of CNTK's reader sections).
-//
-// A Config is one dictionary scope: case-insensitive keys mapping to raw value text, plus a parent scope.
-// Values are kept as text and interpreted on access, as CNTK does: `$name$` references are resolved at
-// the moment a value is fetched (so later overrides are seen by earlier references), typed accessors
-// convert with CNTK's spellings, and nested blocks (`[...]`, `{...}`) become child Configs whose parent is
-// the scope they were found in. Array elements (`(a:b:[...])`) have no parent.
-//
-// Thread-safety: a Config is an immutable value after construction except for set(); concurrent const
-// access is safe, set() must not race with anything. Copies share their scope until set() is called on one
-// of them (copy on write): set() changes only that Config, and blocks fetched from it before the call keep
-// seeing the old values.
-//
-// Errors carry the file, 1-based line and column of the offending text even when it is found late (when a
-// nested block is fetched and re-parsed); `<override N>` names the N-th override string.
+/// @file
+/// CNTK's configuration language (the "ConfigParameters" language of CNTK's reader sections).
+///
+/// A Config is one dictionary scope: case-insensitive keys mapping to raw value text, plus a parent scope.
+/// Values are kept as text and interpreted on access, as CNTK does: `$name$` references are resolved at
+/// the moment a value is fetched (so later overrides are seen by earlier references), typed accessors
+/// convert with CNTK's spellings, and nested blocks (`[...]`, `{...}`) become child Configs whose parent is
+/// the scope they were found in. Array elements (`(a:b:[...])`) have no parent.
+///
+/// Thread-safety: a Config is an immutable value after construction except for set(); concurrent const
+/// access is safe, set() must not race with anything. Copies share their scope until set() is called on one
+/// of them (copy on write): set() changes only that Config, and blocks fetched from it before the call keep
+/// seeing the old values.
+///
+/// Errors carry the file, 1-based line and column of the offending text even when it is found late (when a
+/// nested block is fetched and re-parsed); `<override N>` names the N-th override string.
 #pragma once
 
 #include <cstdint>
@@ -102,9 +103,13 @@ class Config {
   ConfigError error(std::string_view key, const std::string& message) const;
 
   /// Converters with CNTK's rules, for text already fetched; `what` names the key in error messages.
+  /// to_bool: the spellings of get_bool. Throws ConfigError.
   static bool to_bool(std::string_view text, const std::string& what);
+  /// The rules of get_uint. Throws ConfigError.
   static uint64_t to_uint(std::string_view text, const std::string& what);
+  /// The rules of get_int. Throws ConfigError.
   static int64_t to_int(std::string_view text, const std::string& what);
+  /// The rules of get_double. Throws ConfigError.
   static double to_double(std::string_view text, const std::string& what);
 
  private:

@@ -1,13 +1,14 @@
-// Converters between the CNTK Text Format (CTF), CBF and legacy CBF v1, and a CTF text writer.
-//
-// A conversion reads the input with cntkio's own deserializer (so CTF is parsed with CNTK's exact rules)
-// and writes every sequence, in file order, to the output. Conversions are lossless: values are stored or
-// printed so that reading the output gives bit-identical values (CTF text is written in a spelling that
-// CNTK's number parser maps back to the same float/double; see docs/formats/cbf.md), with the same
-// sequences, sample counts, sparse entries and scheduling lengths, where the output format can hold them
-// (otherwise the conversion fails with a UsageError saying what cannot be represented).
-//
-// Thread-safety: the functions are reentrant; a CtfWriter is not thread-safe.
+/// @file
+/// Converters between the CNTK Text Format (CTF), CBF and legacy CBF v1, and a CTF text writer.
+///
+/// A conversion reads the input with cntkio's own deserializer (so CTF is parsed with CNTK's exact rules)
+/// and writes every sequence, in file order, to the output. Conversions are lossless: values are stored or
+/// printed so that reading the output gives bit-identical values (CTF text is written in a spelling that
+/// CNTK's number parser maps back to the same float/double; see docs/formats/cbf.md), with the same
+/// sequences, sample counts, sparse entries and scheduling lengths, where the output format can hold them
+/// (otherwise the conversion fails with a UsageError saying what cannot be represented).
+///
+/// Thread-safety: the functions are reentrant; a CtfWriter is not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -66,7 +67,7 @@ struct ConvertOptions {
 
 /// What a conversion did.
 struct ConvertSummary {
-  uint64_t sequences = 0;
+  uint64_t sequences = 0;       ///< sequences written
   uint64_t samples = 0;         ///< sum of the scheduling lengths
   uint64_t chunks = 0;          ///< chunks written (CBF output)
   uint64_t bytes = 0;           ///< size of the output file
@@ -97,7 +98,10 @@ struct CtfWriterStream {
 /// `<path>.partial`, renamed by finish().
 class CtfWriter {
  public:
+  /// Creates `<path>.partial` for the given streams (written in this order in every row). Throws UsageError
+  /// for invalid streams, IoError.
   CtfWriter(std::string path, std::vector<CtfWriterStream> streams);
+  /// Removes the partial file unless finish() was called.
   ~CtfWriter();
   CtfWriter(const CtfWriter&) = delete;
   CtfWriter& operator=(const CtfWriter&) = delete;
@@ -108,6 +112,7 @@ class CtfWriter {
                     const std::vector<ElementType>& types);
   /// Flushes and renames the file into place. Throws IoError.
   void finish();
+  /// Bytes written so far (the file size after finish()).
   uint64_t bytes_written() const;
   /// Values no spelling was found for that CNTK's parser reads back exactly (only extreme doubles, such as
   /// some subnormals; written with 17 digits, which it reads to within an ulp or two).

@@ -1,10 +1,11 @@
-// The CNTK Text Format (CTF) deserializer.
-//
-// A CTF file holds rows `[sequenceId] |alias values |alias values ...`; consecutive rows with the same id
-// form one sequence. The deserializer indexes the file once (sequence ids, byte ranges, chunks), and parses
-// a chunk only when asked for it. See docs/formats/ctf.md for the format and its error messages.
-//
-// Thread-safety: a CtfDeserializer may load different chunks from several threads at once.
+/// @file
+/// The CNTK Text Format (CTF) deserializer.
+///
+/// A CTF file holds rows `[sequenceId] |alias values |alias values ...`; consecutive rows with the same id
+/// form one sequence. The deserializer indexes the file once (sequence ids, byte ranges, chunks), and parses
+/// a chunk only when asked for it. See docs/formats/ctf.md for the format and its error messages.
+///
+/// Thread-safety: a CtfDeserializer may load different chunks from several threads at once.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,7 @@ struct CtfOptions {
   int trace_level = 1;                             ///< 0 errors, 1 warnings, 2 info [traceLevel]
   uint64_t chunk_size_in_bytes = 32ull << 20;      ///< chunking of the index [chunkSizeInBytes]
   bool keep_data_in_memory = false;                ///< parse each chunk once and keep it [keepDataInMemory]
-  bool cache_index = false;                        ///< write/read `<file>.*.v1.cache` [cacheIndex]
+  bool cache_index = false;  ///< write/read the index cache (ctf_cache_file_name) [cacheIndex]
   /// Sequence keys shared with the other deserializers of a reader; null = numeric ids.
   KeyTablePtr keys;
   /// Receives warnings and info lines (without newline); default: stderr.
@@ -56,10 +57,10 @@ std::shared_ptr<Deserializer> make_ctf_deserializer(const CtfOptions& options);
 
 /// Index statistics of a CTF deserializer (for `inspect` and tests).
 struct CtfIndexSummary {
-  uint64_t sequences = 0;
-  uint64_t samples = 0;
-  uint64_t chunks = 0;
-  uint64_t file_size = 0;
+  uint64_t sequences = 0;          ///< sequences indexed
+  uint64_t samples = 0;            ///< their scheduling samples (sum of sequence lengths)
+  uint64_t chunks = 0;             ///< chunks of the index
+  uint64_t file_size = 0;          ///< bytes of the data file
   bool line_mode = false;          ///< one sequence per line
   bool loaded_from_cache = false;  ///< index came from the cache file
   std::string cache_file;          ///< cache path (when cacheIndex is on)
@@ -76,10 +77,12 @@ struct CtfErrorSummary {
   uint64_t samples_skipped = 0;              ///< `|name values` groups dropped (bad name, values or dim)
   std::vector<std::string> first_locations;  ///< first few (10) "file:line:column" of counted errors
 };
+/// The skip statistics of `deserializer` so far, which must come from make_ctf_deserializer.
 CtfErrorSummary ctf_error_summary(const Deserializer& deserializer);
 
-/// The CNTK index cache file name for `options`:
-/// `<file>.<mainAlias|_>.<skipIds>.<symbolic>.<hashed>.v1.cache`.
+/// The CNTK index cache file name for `options`: the data file's path followed by
+/// `.ALIAS.S.Y.H.v1.cache`, where ALIAS is the main stream's alias (or an underscore), S is 1 when
+/// skip_sequence_ids is set, Y is 1 for string or hashed keys and H is 1 for hashed keys (each 0 otherwise).
 std::string ctf_cache_file_name(const CtfOptions& options);
 
 }  // namespace cntkio

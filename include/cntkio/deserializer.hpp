@@ -1,12 +1,13 @@
-// The Deserializer interface: turns files into chunks of sequences of samples, one or more streams each.
-//
-// Contract (CNTK's): chunk_infos() describes all chunks in file order; sequence_infos_for_chunk(c) lists the
-// sequences of chunk c; load_chunk(c) parses chunk c and returns it (it may be called again for the same
-// chunk after it was released, and must return the same data). Scheduling lengths (SequenceInfo and
-// ChunkInfo sample counts) come from the index, not from the parsed data.
-//
-// Thread-safety: describe methods are const and safe to call concurrently once constructed. load_chunk may
-// be called concurrently for different chunks unless an implementation documents otherwise.
+/// @file
+/// The Deserializer interface: turns files into chunks of sequences of samples, one or more streams each.
+///
+/// Contract (CNTK's): chunk_infos() describes all chunks in file order; sequence_infos_for_chunk(c) lists the
+/// sequences of chunk c; load_chunk(c) parses chunk c and returns it (it may be called again for the same
+/// chunk after it was released, and must return the same data). Scheduling lengths (SequenceInfo and
+/// ChunkInfo sample counts) come from the index, not from the parsed data.
+///
+/// Thread-safety: describe methods are const and safe to call concurrently once constructed. load_chunk may
+/// be called concurrently for different chunks unless an implementation documents otherwise.
 #pragma once
 
 #include <optional>
@@ -18,6 +19,9 @@
 
 namespace cntkio {
 
+/// The source of a reader's data: describes chunks and sequences cheaply and loads chunks on request (see
+/// the contract above). make_ctf_deserializer, make_cbf_deserializer, make_htk_feature_deserializer,
+/// make_mlf_deserializer and make_image_deserializer create the built-in ones.
 class Deserializer {
  public:
   virtual ~Deserializer() = default;

@@ -1,11 +1,12 @@
-// Which share of the data this process reads in a distributed job.
-//
-// Started with `mpirun -np N`, each process learns its rank and the number of processes from the MPI
-// launcher's environment (OpenMPI's OMPI_COMM_WORLD_*, MPICH/Hydra's PMI_*); torch.distributed-style
-// RANK/WORLD_SIZE (and LOCAL_RANK) work too. Pass rank and count to MinibatchSource::start_epoch (v1) or
-// next_minibatch_v2 (v2). cntkio itself does not link MPI.
-//
-// Thread-safety: reads the environment only.
+/// @file
+/// Which share of the data this process reads in a distributed job.
+///
+/// Started with `mpirun -np N`, each process learns its rank and the number of processes from the MPI
+/// launcher's environment (OpenMPI's OMPI_COMM_WORLD_*, MPICH/Hydra's PMI_*); torch.distributed-style
+/// RANK/WORLD_SIZE (and LOCAL_RANK) work too. Pass rank and count to MinibatchSource::start_epoch (v1) or
+/// next_minibatch_v2 (v2). cntkio itself does not link MPI.
+///
+/// Thread-safety: reads the environment only.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,7 @@
 
 namespace cntkio {
 
+/// This process's place in a distributed job, as the launcher's environment describes it.
 struct WorkerInfo {
   size_t rank = 0;        ///< this process's rank in [0, count)
   size_t count = 1;       ///< number of processes

@@ -1,13 +1,14 @@
-// cntkio exception types.
-//
-// Every error cntkio raises derives from cntkio::Error (itself a std::runtime_error), so a caller that only
-// wants "did it work" catches one type. The subclasses carry structured location data so that tools (the
-// CLI, the Python module) can present it, and what() always holds a complete, human-readable message.
-//
-// Where CNTK raised an exception whose text users (and CNTK's own tests) match on, cntk_text() returns that
-// text unchanged and what() is the same text followed by cntkio's location details.
-//
-// Thread-safety: exception objects are immutable after construction.
+/// @file
+/// cntkio exception types.
+///
+/// Every error cntkio raises derives from cntkio::Error (itself a std::runtime_error), so a caller that only
+/// wants "did it work" catches one type. The subclasses carry structured location data so that tools (the
+/// CLI, the Python module) can present it, and what() always holds a complete, human-readable message.
+///
+/// Where CNTK raised an exception whose text users (and CNTK's own tests) match on, cntk_text() returns that
+/// text unchanged and what() is the same text followed by cntkio's location details.
+///
+/// Thread-safety: exception objects are immutable after construction.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@ namespace cntkio {
 /// Base class of every cntkio exception.
 class Error : public std::runtime_error {
  public:
+  /// An error whose what() and cntk_text() are both `message`.
   explicit Error(const std::string& message) : std::runtime_error(message), cntk_text_(message) {}
   /// `cntk_text` is the text CNTK used for this condition; `details` is appended to it in what().
   Error(const std::string& cntk_text, const std::string& details)
@@ -31,8 +33,9 @@ class Error : public std::runtime_error {
  protected:
   /// For subclasses whose what() places the details elsewhere than after the text.
   struct WhatText {
-    std::string text;
+    std::string text;  ///< the complete what() text
   };
+  /// An error whose what() is `what.text` and whose cntk_text() is `cntk_text`.
   Error(WhatText what, std::string cntk_text)
       : std::runtime_error(what.text), cntk_text_(std::move(cntk_text)) {}
 
@@ -56,8 +59,10 @@ struct SourceLocation {
 /// Malformed input data (text or binary formats).
 class FormatError : public Error {
  public:
+  /// `cntk_text` says what is wrong; what() appends the description of `location`.
   FormatError(const std::string& cntk_text, SourceLocation location)
       : Error(cntk_text, location.describe()), location_(std::move(location)) {}
+  /// Where the malformed data is.
   const SourceLocation& location() const noexcept { return location_; }
 
  private:
@@ -71,7 +76,9 @@ class ConfigError : public Error {
   /// `key_path` like "Simple.reader.input.features.dim"; `file`, `line`, `column` locate the text if known.
   ConfigError(const std::string& message, std::string key_path = {}, std::string file = {}, uint64_t line = 0,
               uint64_t column = 0);
+  /// Dotted path of the offending key ("Simple.reader.input.features.dim"); empty if unknown.
   const std::string& key_path() const noexcept { return key_path_; }
+  /// The config file (or `<override N>`, `<text>`) holding the offending text; empty if unknown.
   const std::string& file() const noexcept { return file_; }
   uint64_t line() const noexcept { return line_; }      ///< 1-based, 0 if unknown
   uint64_t column() const noexcept { return column_; }  ///< 1-based, 0 if unknown
@@ -88,7 +95,9 @@ class IoError : public Error {
  public:
   /// `what` says what was attempted ("cannot open"), `error_number` is errno (0 if none).
   IoError(const std::string& what, const std::string& path, int error_number);
+  /// The file the operation was about.
   const std::string& path() const noexcept { return path_; }
+  /// The errno of the failed call, 0 if none.
   int error_number() const noexcept { return errno_; }
 
  private:
@@ -99,7 +108,7 @@ class IoError : public Error {
 /// A request the library cannot satisfy with the given arguments (bad options, API misuse).
 class UsageError : public Error {
  public:
-  using Error::Error;
+  using Error::Error;  ///< the constructors of Error
 };
 
 }  // namespace cntkio

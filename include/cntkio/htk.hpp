@@ -1,19 +1,20 @@
-// Speech data: HTK feature files listed in SCP files, and HTK MLF label files (CNTK's HTKFeatureDeserializer
-// and HTKMLFDeserializer, spec htk.md).
-//
-// - An SCP file lists one utterance per line as `logical=physical[start,end]`: frames start..end (inclusive)
-//   of the HTK feature file `physical`. The sequence key is `logical` without its last extension.
-// - An HTK feature file has a 12-byte header (frames, period, bytes per frame, parameter kind) and float32
-//   frames, optionally compressed (`_C`: int16 values and per-dimension A/B vectors), in either byte order.
-// - An MLF file holds, per utterance, a quoted key line, label lines `start end state ...` (times in 100 ns
-//   units) and a `.` line. Labels become sparse one-hot vectors of `label_dim` rows.
-//
-// In frame mode every frame is its own sequence (key = utterance key, sample = frame index); otherwise every
-// utterance is one sequence. Features are the primary deserializer of a composite reader and labels are
-// joined to them by key.
-//
-// Thread-safety: a deserializer may load different chunks from several threads at once; describe methods
-// are safe to call concurrently.
+/// @file
+/// Speech data: HTK feature files listed in SCP files, and HTK MLF label files (CNTK's HTKFeatureDeserializer
+/// and HTKMLFDeserializer, spec htk.md).
+///
+/// - An SCP file lists one utterance per line as `logical=physical[start,end]`: frames start..end (inclusive)
+///   of the HTK feature file `physical`. The sequence key is `logical` without its last extension.
+/// - An HTK feature file has a 12-byte header (frames, period, bytes per frame, parameter kind) and float32
+///   frames, optionally compressed (`_C`: int16 values and per-dimension A/B vectors), in either byte order.
+/// - An MLF file holds, per utterance, a quoted key line, label lines `start end state ...` (times in 100 ns
+///   units) and a `.` line. Labels become sparse one-hot vectors of `label_dim` rows.
+///
+/// In frame mode every frame is its own sequence (key = utterance key, sample = frame index); otherwise every
+/// utterance is one sequence. Features are the primary deserializer of a composite reader and labels are
+/// joined to them by key.
+///
+/// Thread-safety: a deserializer may load different chunks from several threads at once; describe methods
+/// are safe to call concurrently.
 #pragma once
 
 #include <cstddef>
@@ -87,33 +88,41 @@ std::shared_ptr<Deserializer> make_mlf_deserializer(const MlfOptions& options);
 
 /// What an HTK feature deserializer found (for `inspect` and tests).
 struct HtkFeatureSummary {
-  size_t utterances = 0;  ///< kept utterances
-  size_t frames = 0;      ///< their frames
-  size_t chunks = 0;
-  size_t duplicates = 0;    ///< utterances dropped because their key occurs more than once
-  size_t file_dim = 0;      ///< values per frame in the files
-  size_t output_dim = 0;    ///< values per output sample (file dim x window)
-  size_t left_context = 0;  ///< the window actually used
-  size_t right_context = 0;
+  size_t utterances = 0;       ///< kept utterances
+  size_t frames = 0;           ///< their frames
+  size_t chunks = 0;           ///< chunks the utterances are grouped into
+  size_t duplicates = 0;       ///< utterances dropped because their key occurs more than once
+  size_t file_dim = 0;         ///< values per frame in the files
+  size_t output_dim = 0;       ///< values per output sample (file dim x window)
+  size_t left_context = 0;     ///< the window actually used: frames before the centre
+  size_t right_context = 0;    ///< the window actually used: frames after the centre
   std::string kind;            ///< e.g. "MFCC_E_D_A"
   uint32_t sample_period = 0;  ///< 100 ns units
 };
+/// The summary of `deserializer`, which must come from make_htk_feature_deserializer.
 HtkFeatureSummary htk_feature_summary(const Deserializer& deserializer);
 
 /// What an MLF deserializer found.
 struct MlfSummary {
   size_t utterances = 0;  ///< indexed utterances
-  size_t frames = 0;
-  size_t chunks = 0;
-  size_t states = 0;  ///< names in the state list (0 without one)
+  size_t frames = 0;      ///< their frames
+  size_t chunks = 0;      ///< chunks of MLF text
+  size_t states = 0;      ///< names in the state list (0 without one)
 };
+/// The summary of `deserializer`, which must come from make_mlf_deserializer.
 MlfSummary mlf_summary(const Deserializer& deserializer);
 
 // ---------------------------------------------------------------------------------------------------------
 // Writing HTK feature files (cntkio convert, tests).
 
 /// HTK base parameter kinds cntkio reads.
-enum class HtkBaseKind : uint16_t { kMfcc = 6, kFbank = 7, kUser = 9, kPlp = 11, kFestream = 12 };
+enum class HtkBaseKind : uint16_t {
+  kMfcc = 6,      ///< MFCC: mel-frequency cepstral coefficients
+  kFbank = 7,     ///< FBANK: log mel-filter bank channel outputs
+  kUser = 9,      ///< USER: user-defined features
+  kPlp = 11,      ///< PLP: perceptual linear prediction coefficients
+  kFestream = 12  ///< FESTREAM: feature stream
+};
 
 /// How write_htk_file stores frames.
 struct HtkWriteOptions {
@@ -139,8 +148,8 @@ struct HtkConvertOptions {
 
 /// What convert_to_htk wrote.
 struct HtkConvertResult {
-  size_t utterances = 0;
-  size_t frames = 0;
+  size_t utterances = 0;  ///< feature files or archive ranges (SCP lines) written
+  size_t frames = 0;      ///< frames written in all
 };
 
 /// Writes every sequence of the dense stream `stream` of `source` (chunks in id order, sequences in chunk

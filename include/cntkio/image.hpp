@@ -1,16 +1,17 @@
-// The image deserializers (CNTK's ImageDeserializer and Base64ImageDeserializer) and their transforms.
-//
-// ImageDeserializer reads a map file (`path<TAB>label` or `key<TAB>path<TAB>label` per line); paths may
-// start with `...` (the map file's folder) or name an entry of a zip archive (`archive.zip@/entry`).
-// Base64ImageDeserializer reads `[key<TAB>]label<TAB>base64` lines with the images inline. Each produces
-// a dense image stream and a sparse one-hot label stream of `label_dim`. Images are decoded by OpenCV
-// exactly as CNTK did (BGR, uint8 HWC) and then go through the configured transforms (Crop, Scale, Color,
-// Intensity, Mean, Transpose) and a final cast to the element type; the transforms run between the
-// randomizer and the packer, with CNTK's per-minibatch-position random engines. See spec image.md and
-// docs/differences-from-cntk.md.
-//
-// Thread-safety: a deserializer may load different chunks from several threads at once; its transformer
-// follows the SequenceTransformer contract (cntkio/transform.hpp).
+/// @file
+/// The image deserializers (CNTK's ImageDeserializer and Base64ImageDeserializer) and their transforms.
+///
+/// ImageDeserializer reads a map file (`path<TAB>label` or `key<TAB>path<TAB>label` per line); paths may
+/// start with `...` (the map file's folder) or name an entry of a zip archive (`archive.zip@/entry`).
+/// Base64ImageDeserializer reads `[key<TAB>]label<TAB>base64` lines with the images inline. Each produces
+/// a dense image stream and a sparse one-hot label stream of `label_dim`. Images are decoded by OpenCV
+/// exactly as CNTK did (BGR, uint8 HWC) and then go through the configured transforms (Crop, Scale, Color,
+/// Intensity, Mean, Transpose) and a final cast to the element type; the transforms run between the
+/// randomizer and the packer, with CNTK's per-minibatch-position random engines. See spec image.md and
+/// docs/differences-from-cntk.md.
+///
+/// Thread-safety: a deserializer may load different chunks from several threads at once; its transformer
+/// follows the SequenceTransformer contract (cntkio/transform.hpp).
 #pragma once
 
 #include <cstddef>
@@ -30,7 +31,13 @@ namespace cntkio {
 
 /// Crop [type = "Crop"] (spec image.md §9.1).
 struct ImageCropOptions {
-  enum class Type : uint8_t { kCenter, kRandomSide, kRandomArea, kMultiView10 };
+  /// How the crop window is chosen [cropType].
+  enum class Type : uint8_t {
+    kCenter,      ///< the centred window
+    kRandomSide,  ///< a uniformly random position (behaves exactly as kRandomArea)
+    kRandomArea,  ///< a uniformly random position (behaves exactly as kRandomSide)
+    kMultiView10  ///< view copy % 10 of a multi-view image: 4 corners and the centre, views 5-9 mirrored
+  };
   Type type = Type::kCenter;     ///< [cropType] center
   int crop_width = 0;            ///< [cropSize] W of W[:H]; a fixed size is used only if both are > 0
   int crop_height = 0;           ///< [cropSize] H of W[:H] (W if one value)
@@ -47,8 +54,19 @@ struct ImageCropOptions {
 
 /// Scale [type = "Scale"] (spec image.md §9.2).
 struct ImageScaleOptions {
-  enum class Interpolation : uint8_t { kNearest, kLinear, kCubic, kLanczos };
-  enum class Mode : uint8_t { kFill, kCrop, kPad };
+  /// OpenCV interpolation used for resizing [interpolations].
+  enum class Interpolation : uint8_t {
+    kNearest,  ///< nearest neighbour
+    kLinear,   ///< bilinear
+    kCubic,    ///< bicubic
+    kLanczos   ///< Lanczos over 8x8 pixels
+  };
+  /// How the aspect ratio is handled [scaleMode].
+  enum class Mode : uint8_t {
+    kFill,  ///< stretch to width x height
+    kCrop,  ///< keep the aspect ratio, scale the shorter side to the target, cut out the centre
+    kPad    ///< keep the aspect ratio, scale the longer side to the target, pad the rest (pad_value)
+  };
   size_t width = 0;                                      ///< [width] required
   size_t height = 0;                                     ///< [height] required
   size_t channels = 0;                                   ///< [channels] required (declares the shape only)
@@ -80,6 +98,7 @@ struct ImageMeanOptions {
 /// Transpose [type = "Transpose"]: interleaved HWC to planar CHW.
 struct ImageTransposeOptions {};
 
+/// One transform of an image stream's chain.
 using ImageTransformOptions = std::variant<ImageCropOptions, ImageScaleOptions, ImageColorOptions,
                                            ImageIntensityOptions, ImageMeanOptions, ImageTransposeOptions>;
 

@@ -1,12 +1,13 @@
-// MinibatchSource: the composable reader. Deserializers → (bundler) → randomizer → packer → minibatches.
-//
-// Built from a CNTK reader config section (`MinibatchSource::from_config`), it reproduces CNTK's minibatch
-// stream: the same sequences in the same order and layout. Epochs follow CNTK's v1 (BrainScript) rules:
-// epoch k covers the samples [k·E, (k+1)·E) of the endless global timeline, and `next_minibatch` returns
-// false once the epoch is over.
-//
-// Thread-safety: not thread-safe; use one MinibatchSource per consuming thread. It may use background
-// threads internally.
+/// @file
+/// MinibatchSource: the composable reader. Deserializers → (bundler) → randomizer → packer → minibatches.
+///
+/// Built from a CNTK reader config section (`MinibatchSource::from_config`), it reproduces CNTK's minibatch
+/// stream: the same sequences in the same order and layout. Epochs follow CNTK's v1 (BrainScript) rules:
+/// epoch k covers the samples [k·E, (k+1)·E) of the endless global timeline, and `next_minibatch` returns
+/// false once the epoch is over.
+///
+/// Thread-safety: not thread-safe; use one MinibatchSource per consuming thread. It may use background
+/// threads internally.
 #pragma once
 
 #include <cstddef>
@@ -49,13 +50,16 @@ struct ReaderState {
     /// Every pull made since `position`, in order: {slot it went to, how many of its sequences are queued}.
     std::vector<std::pair<uint64_t, uint64_t>> pulls;
     std::vector<uint64_t> cursors;  ///< per slot: samples of its front sequence already emitted
+    /// All fields equal.
     friend bool operator==(const BpttSlots&, const BpttSlots&) = default;
   };
   std::optional<BpttSlots> bptt;  ///< set only by a truncated-BPTT reader
 
+  /// `{"minibatchSourcePosition": N, ...}` with every field; from_json reads it back.
   std::string to_json() const;
   /// Parses to_json()'s output (also CNTK's `{"minibatchSourcePosition": N}`). Throws UsageError.
   static ReaderState from_json(const std::string& json);
+  /// All fields equal.
   friend bool operator==(const ReaderState&, const ReaderState&) = default;
 };
 
@@ -81,6 +85,8 @@ struct SkipReport {
   std::string to_string() const;
 };
 
+/// A reader: delivers minibatches epoch after epoch (v1) or up to a sample/sweep limit (v2), and its state
+/// for checkpoints. Create one with from_config.
 class MinibatchSource {
  public:
   virtual ~MinibatchSource() = default;

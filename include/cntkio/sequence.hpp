@@ -1,10 +1,11 @@
-// Sequences and chunks as deserializers describe and deliver them.
-//
-// A deserializer first describes its data cheaply (ChunkInfo, SequenceInfo: counts, no values), then
-// loads one chunk at a time. A loaded Chunk hands out SequenceData views that point into the chunk's own
-// memory; holding the std::shared_ptr<Chunk> keeps them valid.
-//
-// Thread-safety: a loaded Chunk is immutable; get_sequence may be called from several threads at once.
+/// @file
+/// Sequences and chunks as deserializers describe and deliver them.
+///
+/// A deserializer first describes its data cheaply (ChunkInfo, SequenceInfo: counts, no values), then
+/// loads one chunk at a time. A loaded Chunk hands out SequenceData views that point into the chunk's own
+/// memory; holding the std::shared_ptr<Chunk> keeps them valid.
+///
+/// Thread-safety: a loaded Chunk is immutable; get_sequence may be called from several threads at once.
 #pragma once
 
 #include <cstddef>
@@ -18,8 +19,9 @@ namespace cntkio {
 /// Identity of a sequence. `sequence` is the numeric key (CTF: id or line number; string keys are mapped
 /// to numbers by the reader's key table); `sample` is used only when frames are split out of a sequence.
 struct SequenceKey {
-  uint64_t sequence = 0;
-  uint32_t sample = 0;
+  uint64_t sequence = 0;  ///< the numeric key of the sequence
+  uint32_t sample = 0;    ///< frame index inside the sequence (frame mode), else 0
+  /// Both fields equal.
   friend bool operator==(const SequenceKey&, const SequenceKey&) = default;
 };
 
@@ -28,14 +30,14 @@ struct SequenceInfo {
   uint32_t index_in_chunk = 0;     ///< position inside its chunk
   uint32_t number_of_samples = 0;  ///< scheduling length (what minibatch and epoch sizes count)
   uint32_t chunk_id = 0;           ///< chunk that holds it
-  SequenceKey key;
+  SequenceKey key;                 ///< its key
 };
 
 /// Description of one chunk, as indexed (no data).
 struct ChunkInfo {
-  uint32_t id = 0;
-  size_t number_of_samples = 0;  ///< sum of the scheduling lengths of its sequences
-  size_t number_of_sequences = 0;
+  uint32_t id = 0;                 ///< position among the deserializer's chunks (0, 1, ...)
+  size_t number_of_samples = 0;    ///< sum of the scheduling lengths of its sequences
+  size_t number_of_sequences = 0;  ///< sequences it holds
 };
 
 /// The data of one stream of one sequence: a view into chunk memory.
@@ -66,6 +68,7 @@ class Chunk {
   virtual void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const = 0;
 };
 
+/// A loaded chunk; holding it keeps its SequenceData views valid.
 using ChunkPtr = std::shared_ptr<const Chunk>;
 
 }  // namespace cntkio

@@ -1,6 +1,7 @@
-// StreamInfo: the description of one named stream (input) of a deserializer or a minibatch source.
-//
-// Thread-safety: plain value type.
+/// @file
+/// StreamInfo: the description of one named stream (input) of a deserializer or a minibatch source.
+///
+/// Thread-safety: plain value type.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +18,10 @@ enum class StorageFormat : uint8_t {
 };
 
 /// Element type of the values of a stream (CNTK's `precision`).
-enum class ElementType : uint8_t { kFloat, kDouble };
+enum class ElementType : uint8_t {
+  kFloat,  ///< 32-bit IEEE float
+  kDouble  ///< 64-bit IEEE double
+};
 
 /// Size in bytes of one value of `type`.
 constexpr size_t element_size(ElementType type) {

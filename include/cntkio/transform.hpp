@@ -1,14 +1,15 @@
-// Sequence transformers: per-sequence changes of one stream, applied between the randomizer and the packer
-// (CNTK's transforms: image crop, scale, colour jitter, ...).
-//
-// A deserializer whose streams need transforming also implements TransformProvider; the minibatch source
-// then routes every batch the randomizer delivers through the transformers of those streams. A
-// transformer sees the position `slot` of each sequence inside the batch of the current minibatch; CNTK
-// seeds its per-slot random engines with that position, so results depend only on the batch composition,
-// never on which thread runs a slot.
-//
-// Thread-safety: start_batch is called by one thread between batches; apply may then be called
-// concurrently for different slots of the same batch (never twice for one slot at the same time).
+/// @file
+/// Sequence transformers: per-sequence changes of one stream, applied between the randomizer and the packer
+/// (CNTK's transforms: image crop, scale, colour jitter, ...).
+///
+/// A deserializer whose streams need transforming also implements TransformProvider; the minibatch source
+/// then routes every batch the randomizer delivers through the transformers of those streams. A
+/// transformer sees the position `slot` of each sequence inside the batch of the current minibatch; CNTK
+/// seeds its per-slot random engines with that position, so results depend only on the batch composition,
+/// never on which thread runs a slot.
+///
+/// Thread-safety: start_batch is called by one thread between batches; apply may then be called
+/// concurrently for different slots of the same batch (never twice for one slot at the same time).
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,7 @@
 
 namespace cntkio {
 
+/// Changes the items of one stream, sequence by sequence (see the contract above).
 class SequenceTransformer {
  public:
   virtual ~SequenceTransformer() = default;
@@ -36,6 +38,7 @@ class SequenceTransformer {
   virtual SequenceData apply(const SequenceData& input, size_t slot, std::shared_ptr<const void>& owner) = 0;
 };
 
+/// A transformer, shared by the deserializer that provides it and the pipeline.
 using SequenceTransformerPtr = std::shared_ptr<SequenceTransformer>;
 
 /// Implemented by deserializers that come with transformers for their streams.

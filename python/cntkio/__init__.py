@@ -30,6 +30,8 @@ their messages name the file and line/column or byte offset.
 
 from . import _core
 from ._core import ConfigError, FormatError
+
+__version__ = _core.__version__  # the C++ library's version (CMake's project version)
 from ._source import (
     DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
     FULL_DATA_SWEEP,

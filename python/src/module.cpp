@@ -18,6 +18,7 @@
 #include "cntkio/distributed.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/minibatch_source.hpp"
+#include "cntkio/version.hpp"
 #include "pipeline/registry.hpp"
 
 namespace py = pybind11;
@@ -272,6 +273,7 @@ PYBIND11_MODULE(_core, m) {
   using namespace cntkio;
   using namespace cntkio::python;
   m.doc() = "cntkio's C++ reader (use the package cntkio, not this module)";
+  m.attr("__version__") = cntkio::version();  // the library's version, re-exported as cntkio.__version__
 
   g_format_error = PyErr_NewExceptionWithDoc(
       "cntkio.FormatError", "Malformed input data; carries file, line, column and byte_offset.",

@@ -6,6 +6,7 @@
 #include <typeinfo>
 
 #include "cntkio/errors.hpp"
+#include "cntkio/version.hpp"
 #include "commands.hpp"
 
 namespace {
@@ -78,7 +79,7 @@ int report(const std::exception& e, int code, bool verbose) {
 int main(int argc, char** argv) {
   CLI::App app{"cntkio: reads CNTK datasets (CTF and more) with CNTK's exact reader semantics.", "cntkio"};
   app.footer(kExitCodes);
-  app.set_version_flag("--version", std::string("cntkio ") + CNTKIO_VERSION);
+  app.set_version_flag("--version", std::string("cntkio ") + cntkio::version());
   app.require_subcommand(1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose,
