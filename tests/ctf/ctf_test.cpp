@@ -393,6 +393,30 @@ TEST(CtfIndexCache, SecondOpenOfLargeFileUsesCacheWithIdenticalData) {
   EXPECT_FALSE(ctf_index_summary(*third).loaded_from_cache);
 }
 
+// Only local rank 0 of a job writes the cache (the others read it once it is there); torchrun's LOCAL_RANK
+// counts as well as OpenMPI's.
+TEST(CtfIndexCache, OnlyLocalRankZeroWritesTheCache) {
+  TempDir dir;
+  std::string f = dir.write("a.ctf", "1 |x 1\n2 |x 2\n");
+  CtfOptions o = options_for(f, {dense("x", 1)});
+  o.cache_index = true;
+  const std::string cache = f + "._.0.0.0.v1.cache";
+  for (const char* variable : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}) {
+    ::setenv(variable, "1", 1);
+    auto d = make_ctf_deserializer(o);
+    ::unsetenv(variable);
+    EXPECT_EQ(ctf_index_summary(*d).sequences, 2u);
+    EXPECT_FALSE(fs::exists(cache)) << variable;
+  }
+  ::setenv("LOCAL_RANK", "0", 1);
+  auto writer = make_ctf_deserializer(o);
+  ::unsetenv("LOCAL_RANK");
+  EXPECT_TRUE(fs::exists(cache));
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+  }
+}
+
 TEST(CtfIndexCache, CorruptCacheIsIgnored) {
   TempDir dir;
   std::string f = dir.write("a.ctf", "1 |x 1\n2 |x 2\n");

@@ -27,9 +27,12 @@ std::string main_alias(const CtfOptions& options) {
   return {};
 }
 
-// Rank that decides who writes the index cache: only local rank 0 of an MPI job does.
+// Rank that decides who writes the index cache: only local rank 0 of a job on each machine does (OpenMPI,
+// MPICH/PMI, torchrun), so the processes of one machine do not all index-and-write the same file. Where only
+// a global rank is known, rank 0 writes.
 bool is_cache_writer() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "LOCAL_RANK",
+                           "OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK"}) {
     const char* value = std::getenv(name);
     if (value != nullptr && *value != '\0') return std::string(value) == "0";
   }

@@ -1,8 +1,11 @@
 #include "formats/ctf/ctf_index.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "cntkio/errors.hpp"
 #include "core/mapped_file.hpp"
@@ -277,7 +280,9 @@ bool load_index_cache(const std::string& cache_path, uint64_t file_size, CtfInde
 }
 
 bool write_index_cache(const std::string& cache_path, const CtfIndex& index) {
-  std::string temp = cache_path + ".tmp";
+  // A name of its own per process: two writers (jobs on a shared file system) never mix their bytes, and
+  // the rename makes the finished cache appear at once.
+  std::string temp = cache_path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(temp.c_str(), "wb");
   if (f == nullptr) return false;
   unsigned char header[kCacheHeaderBytes];
