@@ -64,7 +64,7 @@ def cli_bench(cli, config, section, mb):
     out = subprocess.run([cli, "bench", "--config", config, "--section", section, "--sweeps", "1", "--mb-size",
                           str(mb), "--json"], capture_output=True, text=True, check=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
-    return round(r["samples_per_s"] * r["seconds"]), r["seconds"]
+    return r["samples"], r["seconds"]
 
 
 def cpp_loop(config, section, mb):

@@ -162,25 +162,25 @@ class MinibatchDataset(IterableDataset):
             reader.restore(json.dumps(start))
         self._seen_partitions = partitions
         global_size = self.minibatch_size * partitions
+        in_worker = get_worker_info() is not None
         while True:
             mb = source.next_minibatch(global_size, num_data_partitions=partitions, partition_index=partition)
             if not mb:
                 break
-            item = self._tensors(mb)
+            item = self._tensors(mb, _WorkerItem() if in_worker else {})
             state = reader.state()
             if self.emit_state:
                 item[_STATE_KEY] = (partition, partitions, epoch, state)
-            elif get_worker_info() is None:
+            elif not in_worker:
                 self._seen[partition] = state
             yield item
-        if get_worker_info() is None or self.emit_state:
+        if not in_worker or self.emit_state:
             # Next iteration in this process (or this persistent worker) reads the next epoch.
             self._resume = None
         self.epoch = epoch + 1
         self._seen = {}
 
-    def _tensors(self, mb):
-        out = {}
+    def _tensors(self, mb, out):
         for info, data in mb.items():
             name = info.name
             arrays = data._arrays
@@ -203,6 +203,50 @@ class MinibatchDataset(IterableDataset):
                 out[name + "_mask"] = torch.from_numpy(arrays["mask"])
                 out[name + "_lengths"] = torch.from_numpy(arrays["lengths"])
         return out
+
+
+_ALIGN = 64  # bytes; every tensor of a packed item starts at a multiple of this in the shared buffer
+
+
+class _WorkerItem(dict):
+    """An item made in a DataLoader worker: a dict of tensors that pickles as ONE shared-memory buffer.
+
+    PyTorch sends every tensor of an item through its own shared-memory segment, and (with the default
+    ``file_descriptor`` sharing strategy) its own file-descriptor hand-over between the processes, which cost
+    more than reading the data (bench/README.md, Python section). Packing the tensors of a minibatch into one
+    segment makes that one hand-over per item. The training process unpickles a plain dict whose tensors are
+    contiguous views into that segment (which lives as long as any of them)."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        entries = []
+        total = 0
+        for key, value in self.items():
+            if isinstance(value, torch.Tensor) and value.layout == torch.strided and value.device.type == "cpu":
+                nbytes = value.numel() * value.element_size()
+                entries.append((key, value.dtype, tuple(value.shape), total, nbytes))
+                total += -(-nbytes // _ALIGN) * _ALIGN
+            else:
+                entries.append((key, None, value, 0, 0))
+        buffer = torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(max(total, 1)))
+        for key, dtype, shape, offset, nbytes in entries:
+            if dtype is not None and nbytes:
+                buffer[offset:offset + nbytes].view(dtype).view(shape).copy_(self[key])
+        return _unpack_item, (buffer, entries)
+
+
+def _unpack_item(buffer, entries):
+    """A _WorkerItem in the receiving process: a dict of views into the shared buffer."""
+    out = {}
+    for key, dtype, shape, offset, nbytes in entries:
+        if dtype is None:
+            out[key] = shape  # the value itself
+        elif nbytes:
+            out[key] = buffer[offset:offset + nbytes].view(dtype).view(shape)
+        else:
+            out[key] = torch.empty(shape, dtype=dtype)
+    return out
 
 
 def _padded_rows(data, frame):

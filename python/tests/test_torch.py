@@ -96,6 +96,30 @@ def test_workers_and_ranks_read_each_sequence_once(data, factory):
     assert sorted(everything) == list(range(N))
 
 
+@pytest.mark.parametrize("sparse", ["indices", "dense"])
+def test_worker_items_equal_the_same_partitions_read_in_process(data, sparse):
+    """Worker items travel as one shared buffer each; they must arrive with the keys, dtypes, shapes and values
+    of the same partitions read in this process, and stay intact while later items arrive."""
+    factory = functools.partial(file_order_source, data)
+    expected = {}
+    for rank in range(2):
+        for item in cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse, rank=rank, world_size=2):
+            expected[ids_of(item)[0][0]] = item
+    kept = []
+    loader = DataLoader(cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse), batch_size=None, num_workers=2)
+    for k, item in enumerate(loader):
+        want = expected.pop(ids_of(item)[0][0])
+        assert list(item) == list(want)
+        for key, tensor in want.items():
+            assert item[key].dtype == tensor.dtype and item[key].shape == tensor.shape, key
+            assert torch.equal(item[key], tensor), key
+        if k % 3 == 0:  # keep some items alive, drop the others at once
+            kept.append((item, want))
+    assert not expected and len(kept) >= 2
+    for item, want in kept:
+        assert all(torch.equal(item[key], tensor) for key, tensor in want.items())
+
+
 def test_epochs_are_successive_sweeps(data):
     dataset = cntkio.torch.MinibatchDataset(functools.partial(make_source, data), 12)
     first = [i for b in dataset for i in ids_of(b)[0]]
