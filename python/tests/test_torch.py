@@ -96,16 +96,18 @@ def test_workers_and_ranks_read_each_sequence_once(data, factory):
     assert sorted(everything) == list(range(N))
 
 
-@pytest.mark.parametrize("sparse", ["indices", "dense"])
-def test_worker_items_equal_the_same_partitions_read_in_process(data, sparse):
-    """Worker items travel as one shared buffer each; they must arrive with the keys, dtypes, shapes and values
-    of the same partitions read in this process, and stay intact while later items arrive."""
+@pytest.mark.parametrize("sparse,keep", [("indices", 3), ("dense", 3), ("indices", 0)])
+def test_worker_items_equal_the_same_partitions_read_in_process(data, sparse, keep):
+    """Worker items travel in shared-memory segments that the workers reuse; they must arrive with the keys,
+    dtypes, shapes and values of the same partitions read in this process, stay intact while later items
+    arrive (the loop keeps every `keep`-th item), and the training process maps a bounded number of
+    segments."""
     factory = functools.partial(file_order_source, data)
     expected = {}
     for rank in range(2):
         for item in cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse, rank=rank, world_size=2):
             expected[ids_of(item)[0][0]] = item
-    kept = []
+    kept, segments = [], set()
     loader = DataLoader(cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse), batch_size=None, num_workers=2)
     for k, item in enumerate(loader):
         want = expected.pop(ids_of(item)[0][0])
@@ -113,9 +115,13 @@ def test_worker_items_equal_the_same_partitions_read_in_process(data, sparse):
         for key, tensor in want.items():
             assert item[key].dtype == tensor.dtype and item[key].shape == tensor.shape, key
             assert torch.equal(item[key], tensor), key
-        if k % 3 == 0:  # keep some items alive, drop the others at once
+        if keep and k % keep == 0:
             kept.append((item, want))
-    assert not expected and len(kept) >= 2
+        segments.update(cntkio.torch._segments)
+        assert len(cntkio.torch._segments) <= 2 * cntkio.torch._MAX_SEGMENTS
+    assert not expected and k > 2 * cntkio.torch._MAX_SEGMENTS
+    if not keep:
+        assert len(segments) < k / 2  # segments were reused
     for item, want in kept:
         assert all(torch.equal(item[key], tensor) for key, tensor in want.items())
 
