@@ -363,10 +363,15 @@ py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingM
       size_t next = p.first + 1;
       if (b.info.storage != StorageFormat::kSparseCsc) {
         const size_t bytes = b.info.sample_dim() * element_size(type);
-        if (!frame) std::memset(dst, 0, main.nbytes);
         for_each_sample(p, frame, [&](size_t out_row, size_t column) {
           std::memcpy(dst + out_row * bytes, b.values.data() + column * bytes, bytes);
         });
+        if (!frame) {  // zero the padding after each sequence (the buffer is not zeroed)
+          for (size_t k = 0; k < p.seqs.size(); ++k) {
+            const size_t length = p.seqs[k].length();
+            std::memset(dst + (k * p.max_length + length) * bytes, 0, (p.max_length - length) * bytes);
+          }
+        }
       } else if (sparse == SparseItem::kDense) {
         std::memset(dst, 0, main.nbytes);
         if (type == ElementType::kFloat) {
