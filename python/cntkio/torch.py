@@ -26,6 +26,15 @@ worker processes per epoch (the default); in one process the epoch advances by i
 ``state_dict()`` / ``load_state_dict()`` checkpoint the position, backed by the reader's checkpoint: with
 ``MinibatchLoader`` (or ``num_workers=0``) the dataset sees the state after every minibatch handed to the
 training loop; a state resumes with the same or a different number of workers or ranks.
+
+Tensors are contiguous and, apart from truncated BPTT and ``sparse="csr"``, written by the C++ module straight
+into one buffer per item. From worker processes that buffer is a shared-memory segment of the worker (each
+worker keeps up to 8, about the size of an item each): the training process receives a segment once and
+afterwards only which segment and where each tensor lies in it, and the worker reuses a segment when every
+tensor of the item it held (and every view of them) is gone in the training process. Keeping items longer is
+safe; it only makes the worker write new segments. No setting needed: pin_memory off (the default) and any
+prefetch_factor work; on the benchmark neither the reader's ``loaderThreads`` nor ``prefetch`` per worker
+changed the throughput (bench/README.md, ``python_throughput``).
 """
 
 import json

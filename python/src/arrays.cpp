@@ -24,6 +24,7 @@ struct Placed {
 
 std::vector<Placed> placed_sequences(const Layout& layout) {
   std::vector<Placed> out;
+  out.reserve(layout.entries.size());
   const auto steps = static_cast<ptrdiff_t>(layout.num_time_steps);
   for (const Layout::Entry& e : layout.entries) {
     if (e.is_gap) continue;
