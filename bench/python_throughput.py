@@ -11,9 +11,14 @@ for one sweep (the DataLoader: one epoch). Rows:
   MinibatchSource             Python next_minibatch + NumPy/SciPy arrays, one process
   DataLoader, N workers       MinibatchDataset: world_size x N partitions, tensors sent to the main process
 
-Best of --repeat runs each. Target: DataLoader >= 0.8x cntkio bench (randomized reading; in file order every
-partition must parse every chunk, since CNTK deals sequences round-robin, so that row is shown for
-information).
+The rows run interleaved, one of each per repetition (--repeat), so that a change in the machine's load hits
+all of them alike. Printed per row: samples/s and seconds of the median run, the best run, CPU seconds (median;
+the process and its children, so the DataLoader's workers count, and the CLI's process start-up too, which
+`cntkio --version` measures), and the ratio to cntkio bench: the median of the per-repetition ratios of wall
+time, and of CPU time. Target: DataLoader >= 0.8x cntkio bench in wall time (randomized reading; in file order
+every partition must parse every chunk, since CNTK deals sequences round-robin, so that row is shown for
+information). On a machine shared with other work, wall time depends on the share of the cores the rows get;
+the CPU ratio does not.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_throughput.py [--cli build/cntkio] [--sequences 120000]
 """
@@ -23,6 +28,8 @@ import functools
 import json
 import os
 import random
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,11 +67,17 @@ def source(config, section, max_sweeps=cntkio.INFINITELY_REPEAT):
     return cntkio.MinibatchSource.from_config(config, section, max_sweeps=max_sweeps)
 
 
+def cpu_seconds():
+    """CPU time of this process and of its waited-for children (the CLI, the DataLoader's workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def cli_bench(cli, config, section, mb):
     out = subprocess.run([cli, "bench", "--config", config, "--section", section, "--sweeps", "1", "--mb-size",
                           str(mb), "--json"], capture_output=True, text=True, check=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
-    return round(r["samples_per_s"] * r["seconds"]), r["seconds"]
+    return r["samples"], r["seconds"]
 
 
 def cpp_loop(config, section, mb):
@@ -97,9 +110,18 @@ def data_loader(config, section, mb, workers):
     return samples, time.perf_counter() - start
 
 
-def best(fn, repeat):
-    runs = [fn() for _ in range(repeat)]
-    return max(s for s, _ in runs), min(t for _, t in runs), {s for s, _ in runs}
+def cli_start_up(cli):
+    """CPU seconds of `cntkio --version`: what starting the CLI process costs."""
+    cpu = cpu_seconds()
+    subprocess.run([cli, "--version"], capture_output=True, check=True)
+    return cpu_seconds() - cpu
+
+
+def measured(fn):
+    """(samples, wall seconds, CPU seconds) of one run of fn."""
+    cpu = cpu_seconds()
+    samples, seconds = fn()
+    return samples, seconds, cpu_seconds() - cpu
 
 
 def main(argv=None):
@@ -111,7 +133,7 @@ def main(argv=None):
     parser.add_argument("--chunk-mib", type=int, default=8)
     parser.add_argument("--minibatch-size", type=int, default=4096)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     mb = args.minibatch_size
@@ -123,25 +145,33 @@ def main(argv=None):
               "%d cores, load average %.1f" % (args.sequences, os.path.getsize(data) / 1e6, args.dim, args.classes,
                                                args.chunk_mib, mb, os.cpu_count(), os.getloadavg()[0]))
         cpp_loop(config, "Random", mb)  # warm the page cache
+        start_up = statistics.median(cli_start_up(args.cli) for _ in range(3))
         verdict = None
         for section in ("Random", "FileOrder"):
-            rows = [("cntkio bench (C++ CLI)", best(lambda: cli_bench(args.cli, config, section, mb), args.repeat)),
-                    ("C++ loop in cntkio._core", best(lambda: cpp_loop(config, section, mb), args.repeat)),
-                    ("MinibatchSource.next_minibatch + arrays", best(lambda: python_source(config, section, mb),
-                                                                     args.repeat)),
+            rows = [("cntkio bench (C++ CLI)", lambda: cli_bench(args.cli, config, section, mb)),
+                    ("C++ loop in cntkio._core", lambda: cpp_loop(config, section, mb)),
+                    ("MinibatchSource.next_minibatch + arrays", lambda: python_source(config, section, mb)),
                     ("torch DataLoader, %d workers" % args.workers,
-                     best(lambda: data_loader(config, section, mb, args.workers), args.repeat))]
-            counts = set().union(*(r[2] for _, r in rows))
+                     lambda: data_loader(config, section, mb, args.workers))]
+            runs = [[measured(fn) for _, fn in rows] for _ in range(args.repeat)]  # runs[repetition][row]
+            counts = {run[0] for rep in runs for run in rep}
             assert len(counts) == 1, "the rows read different sample counts: %s" % counts
             samples = counts.pop()
-            reference = rows[0][1][1]
-            print("%s reading, %d samples:" % ("randomized" if section == "Random" else "file-order", samples))
-            for name, (_, seconds, _) in rows:
-                print("  %-42s %10.0f samples/s  %6.3f s  %.2fx" % (name, samples / seconds, seconds,
-                                                                     reference / seconds))
+            print("%s reading, %d samples, %d repetitions (load average %.1f):"
+                  % ("randomized" if section == "Random" else "file-order", samples, args.repeat,
+                     os.getloadavg()[0]))
+            print("  %-42s %10s %8s %8s %8s %7s %7s" % ("", "samples/s", "median", "best", "CPU s", "ratio", "CPU"))
+            for i, (name, _) in enumerate(rows):
+                wall = statistics.median(rep[i][1] for rep in runs)
+                cpu = statistics.median(rep[i][2] for rep in runs)
+                ratio = statistics.median(rep[0][1] / rep[i][1] for rep in runs)
+                cpu_ratio = statistics.median(rep[0][2] / rep[i][2] for rep in runs)
+                print("  %-42s %10.0f %7.3fs %7.3fs %7.3fs %6.2fx %6.2fx" % (
+                    name, samples / wall, wall, min(rep[i][1] for rep in runs), cpu, ratio, cpu_ratio))
             if section == "Random":
-                verdict = reference / rows[-1][1][1]
-        print("DataLoader / cntkio bench (randomized) = %.2f (target >= 0.8): %s" %
+                verdict = statistics.median(rep[0][1] / rep[-1][1] for rep in runs)
+        print("CPU s of the CLI include its process start-up: %.3f s (cntkio --version)" % start_up)
+        print("DataLoader / cntkio bench (randomized, wall time) = %.2f (target >= 0.8): %s" %
               (verdict, "met" if verdict >= 0.8 else "NOT met"))
     return 0
 

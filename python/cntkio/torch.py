@@ -26,9 +26,21 @@ worker processes per epoch (the default); in one process the epoch advances by i
 ``state_dict()`` / ``load_state_dict()`` checkpoint the position, backed by the reader's checkpoint: with
 ``MinibatchLoader`` (or ``num_workers=0``) the dataset sees the state after every minibatch handed to the
 training loop; a state resumes with the same or a different number of workers or ranks.
+
+Tensors are contiguous and, apart from truncated BPTT and ``sparse="csr"``, written by the C++ module straight
+into one buffer per item. From worker processes that buffer is a shared-memory segment of the worker (each
+worker keeps up to 8, about the size of an item each): the training process receives a segment once and
+afterwards only which segment and where each tensor lies in it, and the worker reuses a segment when every
+tensor of the item it held (and every view of them) is gone in the training process. Keeping items longer is
+safe; it only makes the worker write new segments. No setting needed: pin_memory off (the default) and any
+prefetch_factor work; on the benchmark neither the reader's ``loaderThreads`` nor ``prefetch`` per worker
+changed the throughput (bench/README.md, ``python_throughput``).
 """
 
 import json
+import os
+import threading
+import weakref
 
 import numpy as np
 import torch
@@ -162,25 +174,46 @@ class MinibatchDataset(IterableDataset):
             reader.restore(json.dumps(start))
         self._seen_partitions = partitions
         global_size = self.minibatch_size * partitions
+        in_worker = get_worker_info() is not None
+        direct = source._packing != "truncated" and self.sparse != "csr"
         while True:
-            mb = source.next_minibatch(global_size, num_data_partitions=partitions, partition_index=partition)
-            if not mb:
+            batch = reader.next_v2(global_size, partitions, partition)
+            if batch is None:
                 break
-            item = self._tensors(mb)
-            state = reader.state()
+            if direct:
+                item = self._item(batch, source, _worker_pool() if in_worker else None)
+            else:
+                item = self._tensors(source._wrap(batch), _WorkerItem() if in_worker else {})
             if self.emit_state:
-                item[_STATE_KEY] = (partition, partitions, epoch, state)
-            elif get_worker_info() is None:
-                self._seen[partition] = state
+                item[_STATE_KEY] = (partition, partitions, epoch, reader.state())
+            elif not in_worker:
+                self._seen[partition] = reader.state()
             yield item
-        if get_worker_info() is None or self.emit_state:
+        if not in_worker or self.emit_state:
             # Next iteration in this process (or this persistent worker) reads the next epoch.
             self._resume = None
         self.epoch = epoch + 1
         self._seen = {}
 
-    def _tensors(self, mb):
-        out = {}
+    def _item(self, batch, source, pool):
+        """The item of a minibatch (a cntkio._core.Batch), written by the C++ module into one buffer: a NumPy
+        array here, a shared-memory segment of `pool` in a DataLoader worker."""
+        buffer, entries = batch.torch_item(self.sparse == "dense", _ALIGN, _ALIGN,
+                                           pool.allocate if pool is not None else _allocate)
+        if pool is not None:
+            view = np.asarray(pool.lease(buffer))  # slices keep the lease (and the worker's use) alive
+            out = _WorkerItem()
+        else:
+            view, out = buffer, {}
+        shapes = source._shapes
+        for key, dtype, shape, offset, nbytes in entries:
+            if key in shapes and key in source.streams and not source.streams[key].is_sparse:
+                shape = shape[:-1] + tuple(shapes[key])  # a CTF stream's multi-dimensional sample shape
+            out[key] = torch.from_numpy(view[offset:offset + nbytes].view(dtype).reshape(shape))
+        return out
+
+    def _tensors(self, mb, out):
+        """The item of a minibatch (MinibatchData of every stream) for truncated BPTT and sparse="csr"."""
         for info, data in mb.items():
             name = info.name
             arrays = data._arrays
@@ -203,6 +236,227 @@ class MinibatchDataset(IterableDataset):
                 out[name + "_mask"] = torch.from_numpy(arrays["mask"])
                 out[name + "_lengths"] = torch.from_numpy(arrays["lengths"])
         return out
+
+
+# -- sending items from DataLoader workers
+#
+# PyTorch hands every tensor of an item over in a new shared-memory segment, with a file-descriptor transfer
+# between the processes for each, and the fresh pages fault in on both sides: per minibatch that cost more
+# than reading the data (bench/README.md, "python_throughput"). A worker therefore copies all tensors of an
+# item into one segment of its own pool and sends only the segment's number and the tensors' places; a
+# segment crosses once (its file descriptor, through PyTorch), and is reused when the training process has
+# dropped every tensor of the item it carried. Byte 0 of a segment says whether it is free (0) or in use (1):
+# the worker sets it before sending, the training process clears it when the item's last tensor dies.
+
+_ALIGN = 64  # bytes; the header and every tensor of an item start at a multiple of this in a buffer
+_MAX_SEGMENTS = 8  # free or in-use segments a worker keeps; more only while the training loop holds items
+_NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64, torch.int64: np.int64,
+                 torch.int32: np.int32, torch.uint8: np.uint8, torch.bool: np.bool_}
+
+
+def _round_up(n, to):
+    return -(-n // to) * to
+
+
+def _allocate(nbytes):
+    return np.empty(nbytes, dtype=np.uint8)
+
+
+class _Segment:
+    """One shared-memory segment of a worker's pool. Free for the next item when the training process has
+    released it (byte 0 is 0) and this process no longer uses the tensors written into it."""
+
+    __slots__ = ("id", "tensor", "array", "address", "local_use", "handed", "sent")
+
+    def __init__(self, segment_id, size):
+        self.id = segment_id
+        self.tensor = torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(size))
+        self.array = self.tensor.numpy()
+        self.address = self.array.ctypes.data
+        self.local_use = False  # tensors of this process view it
+        self.handed = False  # pickled for the training process since it was last taken
+        self.sent = False  # the training process has the segment itself (its file descriptor)
+
+    def free(self):
+        return not self.local_use and self.array[0] == 0
+
+
+class _SegmentPool:
+    """The shared-memory segments one worker process writes items into."""
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.token = (self.pid, int.from_bytes(os.urandom(8), "little"))  # names this pool in the trainer
+        self.segments = []  # oldest first
+        self.next_id = 0
+        self.retired = []  # ids the training process may forget
+        self.lock = threading.Lock()  # the worker's main thread and its queue's feeder thread both use it
+
+    def take(self, nbytes):
+        """A free segment of at least nbytes, marked in use by both processes."""
+        with self.lock:
+            segment = next((s for s in self.segments if s.free() and s.array.size >= nbytes), None)
+            if segment is None:
+                too_small = next((s for s in self.segments if s.free()), None)
+                if too_small is not None:  # make room for a bigger one
+                    self._retire(too_small)
+                elif len(self.segments) >= _MAX_SEGMENTS:  # the training loop holds them all: drop the oldest
+                    self._retire(self.segments[0])
+                segment = _Segment(self.next_id, _round_up(nbytes + nbytes // 8, 1 << 16))
+                self.next_id += 1
+                self.segments.append(segment)
+            segment.array[0] = 1
+            segment.local_use = True
+            segment.handed = False
+            return segment
+
+    def _retire(self, segment):
+        self.segments.remove(segment)
+        self.retired.append(segment.id)
+
+    def allocate(self, nbytes):
+        """torch_item's allocate: the byte array of a free segment (see lease())."""
+        return self.take(nbytes).array
+
+    def lease(self, array):
+        """Base object for the tensors viewing `array` (a segment's): when they are all gone, this process no
+        longer uses the segment."""
+        segment = next(s for s in self.segments if s.array is array)
+        lease = _Lease(array)
+        weakref.finalize(lease, _end_local_use, segment)
+        return lease
+
+    def find(self, tensors):
+        """The segment that holds every tensor of `tensors` (contiguous), and their offsets in it, or None."""
+        if not tensors:
+            return None
+        first = tensors[0].data_ptr()
+        segment = next((s for s in self.segments if s.address <= first < s.address + s.array.size), None)
+        if segment is None or segment.handed:
+            return None
+        offsets = []
+        for t in tensors:
+            start = t.data_ptr() - segment.address
+            if not t.is_contiguous() or start < _ALIGN or start + t.numel() * t.element_size() > segment.array.size:
+                return None
+            offsets.append(start)
+        return segment, offsets
+
+    def hand_over(self, segment):
+        """(segment tensor or None, retired ids) to pickle with an item in `segment`."""
+        with self.lock:
+            segment.handed = True
+            new = not segment.sent
+            segment.sent = True
+            retired, self.retired = self.retired, []
+        return (segment.tensor if new else None), retired
+
+
+def _end_local_use(segment):
+    segment.local_use = False
+    if not segment.handed:  # never sent: the training process will not release it
+        segment.array[0] = 0
+
+
+_pool = None  # this worker process's _SegmentPool
+
+
+def _worker_pool():
+    global _pool
+    if _pool is None or _pool.pid != os.getpid():
+        _pool = _SegmentPool()
+    return _pool
+
+
+class _WorkerItem(dict):
+    """An item made in a DataLoader worker: a dict of tensors that pickles as one segment of the worker's pool.
+    Items written by the C++ module already lie in a segment and are sent by reference; others (truncated
+    BPTT) are copied into one first."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        pool = _worker_pool()
+        tensors = [(k, v) for k, v in self.items() if isinstance(v, torch.Tensor) and v.layout == torch.strided
+                   and v.device.type == "cpu" and v.dtype in _NUMPY_DTYPES]
+        found = pool.find([v for _, v in tensors])
+        if found is not None:
+            segment, offsets = found
+            places = {k: offset for (k, _), offset in zip(tensors, offsets)}
+        else:
+            places, end = {}, _ALIGN  # after the header
+            for k, v in tensors:
+                places[k] = end
+                end += _round_up(v.numel() * v.element_size(), _ALIGN)
+            segment = pool.take(end)
+            for k, v in tensors:
+                nbytes = v.numel() * v.element_size()
+                if nbytes:
+                    segment.tensor[places[k]:places[k] + nbytes].view(v.dtype).view(v.shape).copy_(v)
+            segment.local_use = False
+        entries = []
+        for key, value in self.items():
+            if key in places:
+                entries.append((key, value.dtype, tuple(value.shape), places[key], value.numel() * value.element_size()))
+            else:
+                entries.append((key, None, value, 0, 0))
+        new, retired = pool.hand_over(segment)
+        return _unpack_item, (pool.token, segment.id, new, retired, entries)
+
+
+_segments = {}  # in the training process: (pool token, segment id) -> NumPy uint8 view of the segment
+
+
+class _Lease:
+    """Base object of the arrays viewing one item in a segment: their life is its life."""
+
+    __slots__ = ("__array_interface__", "_segment", "__weakref__")
+
+    def __init__(self, segment):
+        self._segment = segment
+        self.__array_interface__ = segment.__array_interface__
+
+
+def _release(segment):
+    segment[0] = 0
+
+
+def _forget_exited_workers(token):
+    """Drops the segments of pools whose process has exited (called when a new pool shows up)."""
+    for pid in {t[0] for t, _ in _segments} - {token[0]}:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            for key in [k for k in _segments if k[0][0] == pid]:
+                del _segments[key]
+        except PermissionError:
+            pass
+
+
+def _unpack_item(token, segment_id, segment, retired, entries):
+    """A _WorkerItem in the receiving process: a dict of tensors viewing the segment, which is released to
+    the worker when all of them (and every view of them) are gone."""
+    for r in retired:
+        _segments.pop((token, r), None)
+    if segment is not None:
+        if not any(t == token for t, _ in _segments):
+            _forget_exited_workers(token)
+        _segments[(token, segment_id)] = segment.numpy()
+    try:
+        array = _segments[(token, segment_id)]
+    except KeyError:
+        raise RuntimeError("cntkio.torch: a minibatch refers to shared-memory segment %d of worker process %d, "
+                           "which this process never received" % (segment_id, token[0])) from None
+    lease = _Lease(array)
+    weakref.finalize(lease, _release, array)
+    view = np.asarray(lease)  # every slice of it keeps `lease` alive
+    out = {}
+    for key, dtype, shape, offset, nbytes in entries:
+        if dtype is None:
+            out[key] = shape  # the value itself
+        else:
+            out[key] = torch.from_numpy(view[offset:offset + nbytes].view(_NUMPY_DTYPES[dtype]).reshape(shape))
+    return out
 
 
 def _padded_rows(data, frame):

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace py = pybind11;
@@ -22,6 +24,7 @@ struct Placed {
 
 std::vector<Placed> placed_sequences(const Layout& layout) {
   std::vector<Placed> out;
+  out.reserve(layout.entries.size());
   const auto steps = static_cast<ptrdiff_t>(layout.num_time_steps);
   for (const Layout::Entry& e : layout.entries) {
     if (e.is_gap) continue;
@@ -214,7 +217,201 @@ void sparse_arrays(const std::shared_ptr<const Minibatch>& minibatch, const Stre
   out["indptr"] = indptr;
 }
 
+// -- torch_item
+
+// One tensor of an item: where it goes in the buffer and what it holds.
+struct Planned {
+  std::string key;
+  const char* dtype;
+  std::vector<py::ssize_t> shape;
+  size_t offset = 0;
+  size_t nbytes = 0;
+};
+
+// What one stream contributes, and the facts its writer needs.
+struct StreamPlan {
+  const StreamBatch* batch = nullptr;
+  std::vector<Placed> seqs;
+  size_t samples = 0;
+  size_t max_length = 0;
+  size_t width = 1;  // sparse indices: nnz slots per sample
+  size_t first = 0;  // index of its first Planned
+};
+
+const char* dtype_name(ElementType type) {
+  return type == ElementType::kFloat ? "float32" : "float64";
+}
+
+size_t product(const std::vector<py::ssize_t>& shape) {
+  size_t n = 1;
+  for (py::ssize_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+// Calls f(out_row, column) for every sample, out_row counting the padded [rows, steps] places (sequence
+// mode: sequence k's sample j at k * max_length + j) or the samples (frame mode).
+template <typename F>
+void for_each_sample(const StreamPlan& p, bool frame, F&& f) {
+  const size_t parallel = p.batch->layout.num_parallel;
+  size_t next = 0;
+  for (size_t k = 0; k < p.seqs.size(); ++k) {
+    const Placed& s = p.seqs[k];
+    size_t out_row = frame ? next : k * p.max_length;
+    for (size_t t = s.visible_begin; t < s.visible_end; ++t, ++out_row) f(out_row, t * parallel + s.row);
+    next += s.length();
+  }
+}
+
+template <typename T>
+void write_sparse_dense(const StreamPlan& p, bool frame, unsigned char* dst) {
+  const StreamBatch& b = *p.batch;
+  const size_t dim = b.info.sample_dim();
+  const T* values = b.data<T>();
+  T* out = reinterpret_cast<T*>(dst);
+  for_each_sample(p, frame, [&](size_t out_row, size_t column) {
+    for (auto i = b.col_starts[column]; i < b.col_starts[column + 1]; ++i) {
+      out[out_row * dim + static_cast<size_t>(b.row_indices[i])] += values[i];
+    }
+  });
+}
+
+template <typename T>
+void write_sparse_indices(const StreamPlan& p, bool frame, unsigned char* indices_dst,
+                          unsigned char* values_dst) {
+  const StreamBatch& b = *p.batch;
+  const T* values = b.data<T>();
+  auto* indices = reinterpret_cast<int64_t*>(indices_dst);
+  T* out = reinterpret_cast<T*>(values_dst);
+  for_each_sample(p, frame, [&](size_t out_row, size_t column) {
+    size_t slot = out_row * p.width;
+    for (auto i = b.col_starts[column]; i < b.col_starts[column + 1]; ++i, ++slot) {
+      indices[slot] = b.row_indices[i];
+      out[slot] = values[i];
+    }
+  });
+}
+
 }  // namespace
+
+py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingMode mode, SparseItem sparse,
+                     size_t align, size_t header, const py::function& allocate) {
+  if (mode == PackingMode::kTruncated) throw std::invalid_argument("torch_item: truncated BPTT packing");
+  const bool frame = mode == PackingMode::kFrame;
+  std::vector<StreamPlan> streams(minibatch->streams.size());
+  std::vector<Planned> plan;
+  size_t end = header;
+  auto add = [&](std::string key, const char* dtype, std::vector<py::ssize_t> shape, size_t item) {
+    Planned t{std::move(key), dtype, std::move(shape)};
+    t.offset = end;
+    t.nbytes = product(t.shape) * item;
+    end += (t.nbytes + align - 1) / align * align;
+    plan.push_back(std::move(t));
+  };
+  for (size_t i = 0; i < streams.size(); ++i) {
+    StreamPlan& p = streams[i];
+    const StreamBatch& b = minibatch->streams[i];
+    p.batch = &b;
+    p.seqs = placed_sequences(b.layout);
+    for (const Placed& s : p.seqs) {
+      p.samples += s.length();
+      p.max_length = std::max(p.max_length, s.length());
+    }
+    p.first = plan.size();
+    const auto rows = static_cast<py::ssize_t>(p.seqs.size());
+    const auto steps = static_cast<py::ssize_t>(p.max_length);
+    std::vector<py::ssize_t> lead = frame ? std::vector<py::ssize_t>{static_cast<py::ssize_t>(p.samples)}
+                                          : std::vector<py::ssize_t>{rows, steps};
+    const std::string& name = b.info.name;
+    const char* dtype = dtype_name(b.info.element_type);
+    const size_t item = element_size(b.info.element_type);
+    if (b.info.storage != StorageFormat::kSparseCsc) {
+      std::vector<py::ssize_t> shape = lead;
+      for (py::ssize_t d : numpy_sample_shape(b.info)) shape.push_back(d);
+      add(name, dtype, shape, item);
+    } else if (sparse == SparseItem::kDense) {
+      std::vector<py::ssize_t> shape = lead;
+      shape.push_back(static_cast<py::ssize_t>(b.info.sample_dim()));
+      add(name, dtype, shape, item);
+    } else {
+      for_each_sample(p, frame, [&](size_t, size_t column) {
+        p.width = std::max(p.width, static_cast<size_t>(b.col_starts[column + 1] - b.col_starts[column]));
+      });
+      std::vector<py::ssize_t> shape = lead;
+      shape.push_back(static_cast<py::ssize_t>(p.width));
+      add(name, "int64", shape, sizeof(int64_t));
+      add(name + "_values", dtype, shape, item);
+    }
+    if (!frame) {
+      add(name + "_mask", "uint8", {rows, steps}, 1);
+      add(name + "_lengths", "int64", {rows}, sizeof(int64_t));
+    }
+  }
+
+  py::object buffer = allocate(end);
+  py::buffer_info info = py::buffer(buffer).request(true);
+  if (info.ndim != 1 || info.itemsize != 1 || info.strides[0] != 1 || static_cast<size_t>(info.size) < end) {
+    throw std::invalid_argument(
+        "torch_item: allocate() must return a contiguous byte buffer of the size asked");
+  }
+  auto* base = static_cast<unsigned char*>(info.ptr);
+  {
+    py::gil_scoped_release release;
+    for (const StreamPlan& p : streams) {
+      const StreamBatch& b = *p.batch;
+      const ElementType type = b.info.element_type;
+      const Planned& main = plan[p.first];
+      unsigned char* dst = base + main.offset;
+      size_t next = p.first + 1;
+      if (b.info.storage != StorageFormat::kSparseCsc) {
+        const size_t bytes = b.info.sample_dim() * element_size(type);
+        for_each_sample(p, frame, [&](size_t out_row, size_t column) {
+          std::memcpy(dst + out_row * bytes, b.values.data() + column * bytes, bytes);
+        });
+        if (!frame) {  // zero the padding after each sequence (the buffer is not zeroed)
+          for (size_t k = 0; k < p.seqs.size(); ++k) {
+            const size_t length = p.seqs[k].length();
+            std::memset(dst + (k * p.max_length + length) * bytes, 0, (p.max_length - length) * bytes);
+          }
+        }
+      } else if (sparse == SparseItem::kDense) {
+        std::memset(dst, 0, main.nbytes);
+        if (type == ElementType::kFloat) {
+          write_sparse_dense<float>(p, frame, dst);
+        } else {
+          write_sparse_dense<double>(p, frame, dst);
+        }
+      } else {
+        const Planned& values = plan[next++];
+        std::fill_n(reinterpret_cast<int64_t*>(dst), main.nbytes / sizeof(int64_t), int64_t{-1});
+        std::memset(base + values.offset, 0, values.nbytes);
+        if (type == ElementType::kFloat) {
+          write_sparse_indices<float>(p, frame, dst, base + values.offset);
+        } else {
+          write_sparse_indices<double>(p, frame, dst, base + values.offset);
+        }
+      }
+      if (!frame) {
+        uint8_t* mask = base + plan[next].offset;
+        auto* lengths = reinterpret_cast<int64_t*>(base + plan[next + 1].offset);
+        std::memset(mask, 0, plan[next].nbytes);
+        for (size_t k = 0; k < p.seqs.size(); ++k) {
+          const Placed& s = p.seqs[k];
+          uint8_t* row = mask + k * p.max_length;
+          std::fill(row, row + s.length(), uint8_t{1});
+          if (s.t_begin >= 0 && s.length() > 0) row[0] = 2;
+          lengths[k] = static_cast<int64_t>(s.length());
+        }
+      }
+    }
+  }
+  py::list entries;
+  for (const Planned& t : plan) {
+    py::tuple shape(t.shape.size());
+    for (size_t i = 0; i < t.shape.size(); ++i) shape[i] = t.shape[i];
+    entries.append(py::make_tuple(t.key, t.dtype, shape, t.offset, t.nbytes));
+  }
+  return py::make_tuple(buffer, entries);
+}
 
 py::dict stream_arrays(const std::shared_ptr<const Minibatch>& minibatch, size_t index, PackingMode mode) {
   const StreamBatch& batch = minibatch->streams.at(index);

@@ -32,4 +32,18 @@ enum class PackingMode { kSequence, kFrame, kTruncated };
 pybind11::dict stream_arrays(const std::shared_ptr<const Minibatch>& minibatch, size_t index,
                              PackingMode mode);
 
+/// How torch_item hands out sparse streams (cntkio.torch.MinibatchDataset's `sparse`).
+enum class SparseItem { kIndices, kDense };
+
+/// Every tensor of a cntkio.torch item (python/cntkio/torch.py documents them) written into ONE buffer, for
+/// sequence and frame packing: per stream `name` (dense padded values; sparse: padded indices, -1 pads,
+/// and `name + "_values"`, or dense padded values) and, in sequence mode, `name + "_mask"` and
+/// `name + "_lengths"`. `allocate(nbytes)` is called once and returns a writable, C-contiguous buffer of at
+/// least nbytes; each tensor starts at a multiple of `align` from `header` on. Returns (buffer, entries),
+/// entries being (key, dtype name, shape, byte offset, nbytes). Call with the GIL held; the copying runs
+/// without it.
+pybind11::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingMode mode,
+                           SparseItem sparse, size_t align, size_t header,
+                           const pybind11::function& allocate);
+
 }  // namespace cntkio::python

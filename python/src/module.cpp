@@ -109,6 +109,11 @@ class Batch {
     if (index >= minibatch_->streams.size()) throw py::index_error("stream index out of range");
     return stream_arrays(minibatch_, index, mode_);
   }
+  py::tuple torch_item(bool sparse_as_dense, size_t align, size_t header,
+                       const py::function& allocate) const {
+    return python::torch_item(minibatch_, mode_, sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
+                              align, header, allocate);
+  }
 
  private:
   std::shared_ptr<const Minibatch> minibatch_;
@@ -293,7 +298,9 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("end_of_epoch", &Batch::end_of_epoch)
       .def_property_readonly("num_streams", &Batch::num_streams)
       .def_property_readonly("keys", &Batch::keys)
-      .def("stream", &Batch::stream, py::arg("index"));
+      .def("stream", &Batch::stream, py::arg("index"))
+      .def("torch_item", &Batch::torch_item, py::arg("sparse_as_dense"), py::arg("align"), py::arg("header"),
+           py::arg("allocate"));
 
   py::class_<Reader>(m, "Reader")
       .def_static("from_text", &Reader::from_text, py::arg("text"), py::arg("source_name"),

@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 
 import cntkio
 import cntkio.torch
-from conftest import REPO, write_ctf
+from conftest import REPO, ctf_source, write_ctf
 
 N = 90
 LENGTHS = [1 + i % 4 for i in range(N)]
@@ -94,6 +94,90 @@ def test_workers_and_ranks_read_each_sequence_once(data, factory):
         assert got  # every rank gets data
         everything += got
     assert sorted(everything) == list(range(N))
+
+
+@pytest.mark.parametrize("sparse,keep", [("indices", 3), ("dense", 3), ("indices", 0)])
+def test_worker_items_equal_the_same_partitions_read_in_process(data, sparse, keep):
+    """Worker items travel in shared-memory segments that the workers reuse; they must arrive with the keys,
+    dtypes, shapes and values of the same partitions read in this process, stay intact while later items
+    arrive (the loop keeps every `keep`-th item), and the training process maps a bounded number of
+    segments."""
+    factory = functools.partial(file_order_source, data)
+    expected = {}
+    for rank in range(2):
+        for item in cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse, rank=rank, world_size=2):
+            expected[ids_of(item)[0][0]] = item
+    kept, segments = [], set()
+    loader = DataLoader(cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse), batch_size=None, num_workers=2)
+    for k, item in enumerate(loader):
+        want = expected.pop(ids_of(item)[0][0])
+        assert list(item) == list(want)
+        for key, tensor in want.items():
+            assert item[key].dtype == tensor.dtype and item[key].shape == tensor.shape, key
+            assert torch.equal(item[key], tensor), key
+        if keep and k % keep == 0:
+            kept.append((item, want))
+        segments.update(cntkio.torch._segments)
+        assert len(cntkio.torch._segments) <= 2 * cntkio.torch._MAX_SEGMENTS
+    assert not expected and k > 2 * cntkio.torch._MAX_SEGMENTS
+    if not keep:
+        assert len(segments) < k / 2  # segments were reused
+    for item, want in kept:
+        assert all(torch.equal(item[key], tensor) for key, tensor in want.items())
+
+
+def write_varied_ctf(path, lengths):
+    """Sequence i of lengths[i] steps: |f i t, and on every step |l with 1 to 3 of 5 indices, values i.t0j."""
+    with open(path, "w") as out:
+        for i, n in enumerate(lengths):
+            for t in range(n):
+                nnz = 1 + (i + t) % 3
+                label = " ".join("%d:%d.%d%d" % ((i + t + 2 * j) % 5, i, t, j) for j in range(nnz))
+                out.write("%d |f %d %d |l %s\n" % (i, i, t, label))
+    return path
+
+
+def converted_source(tmp_path, kind):
+    path = write_varied_ctf(str(tmp_path / "varied.ctf"), [1] * N if kind == "frame" else LENGTHS)
+    if kind in ("sequence", "frame"):  # frame mode reads one-sample sequences
+        return ctf_source(path, frame_mode=kind == "frame", randomization_window_in_samples=40)
+    if kind == "shaped":  # a multi-dimensional dense sample shape
+        streams = cntkio.StreamDefs(features=cntkio.StreamDef(field="f", shape=(2, 1)),
+                                    labels=cntkio.StreamDef(field="l", shape=5, is_sparse=True))
+        return cntkio.MinibatchSource(cntkio.CTFDeserializer(path, streams), randomization_window_in_samples=40)
+    with open(path + ".cntk", "w") as out:
+        out.write('r = [ reader = [ precision = "double" ; randomize = true ; randomizationWindow = 40\n'
+                  'deserializers = ( [ type = CNTKTextFormatDeserializer ; file = "%s" ; input = [\n'
+                  'features = [ alias = f ; dim = 2 ; format = dense ]\n'
+                  'labels = [ alias = l ; dim = 5 ; format = sparse ] ] ] ) ] ]\n' % path)
+    return cntkio.MinibatchSource.from_config(path + ".cntk", "r")
+
+
+@pytest.mark.parametrize("sparse", ["indices", "dense"])
+@pytest.mark.parametrize("kind", ["sequence", "frame", "shaped", "double"])
+def test_items_written_by_the_module_equal_the_conversion_of_minibatch_data(tmp_path, sparse, kind):
+    """Items are written by the C++ module in one go; they must equal the tensors made from the MinibatchData
+    arrays of the same minibatch (the conversion truncated BPTT and sparse='csr' use)."""
+    source = converted_source(tmp_path, kind)
+    dataset = cntkio.torch.MinibatchDataset(lambda: source, 7, sparse=sparse)
+    source._reader.set_v2_limits(cntkio.INFINITELY_REPEAT, 1)
+    count, padded = 0, False
+    while True:
+        batch = source._reader.next_v2(7, 1, 0)
+        if batch is None:
+            break
+        got = dataset._item(batch, source, None)
+        want = dataset._tensors(source._wrap(batch), {})
+        assert list(got) == list(want)
+        for key, tensor in want.items():
+            assert got[key].dtype == tensor.dtype and got[key].shape == tensor.shape, key
+            assert torch.equal(got[key], tensor), key
+        count += 1
+        padded = padded or (sparse == "indices" and bool((got["labels"] == -1).any()))
+    assert count > 10
+    assert got["features"].dtype == (torch.float64 if kind == "double" else torch.float32)
+    if sparse == "indices":
+        assert padded  # samples with fewer non-zeros than the widest one
 
 
 def test_epochs_are_successive_sweeps(data):
