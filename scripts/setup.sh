@@ -12,6 +12,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libopencv-dev libzip-dev libboost-dev libturbojpeg0-dev
   python3-dev python3-numpy python3-scipy python3-torch python3-pybind11 pybind11-dev python3-pytest
+  python3-pandas python3-sklearn
 )
 
 missing=()
