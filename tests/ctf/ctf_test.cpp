@@ -407,8 +407,8 @@ TEST(CtfIndexCache, CorruptCacheIsIgnored) {
 namespace {
 
 // Sequences with ids, 1..8 rows each: dense x (dim 3; with `short_samples`, sometimes a short sample that is
-// zero-padded with a warning) and sparse y (dim 1000, 0..4 entries, sometimes absent from a row). Every
-// `bad_every`-th sequence (0: none) of more than one row holds a bad value on its first row.
+// zero-padded with a warning, not an error) and sparse y (dim 1000, 0..4 entries, sometimes absent from a
+// row). Every `bad_every`-th sequence (0: none) of more than one row holds a bad value on its first row.
 std::string parallel_corpus(size_t sequences, size_t bad_every, bool short_samples) {
   std::mt19937_64 rng(77);
   std::string out;
@@ -478,18 +478,26 @@ std::string dump_all(CtfOptions o) {
 
 TEST(CtfParallelParse, SplitChunksDeliverTheSameDataForEveryThreadCount) {
   TempDir dir;
-  // Without warnings or errors, so that every chunk is split (a chunk with either is parsed by one thread).
-  const std::string f = dir.write("a.ctf", parallel_corpus(3000, 0, false));
-  for (uint64_t chunk_size : {uint64_t{32} << 20, uint64_t{20000}}) {
-    CtfOptions o = options_for(f, {dense("x", 3), sparse("y", 1000)}, 0);
-    o.chunk_size_in_bytes = chunk_size;
-    o.parse_split_bytes = 512;  // many parts per chunk
-    const std::string reference = dump_all(o);
-    ASSERT_GT(reference.size(), 100000u);
-    ASSERT_EQ(reference.find("log "), std::string::npos);
-    for (size_t threads : {2, 3, 8}) {
-      o.parse_threads = threads;
-      EXPECT_EQ(dump_all(o), reference) << threads << " threads, chunks of " << chunk_size << " bytes";
+  // With short dense samples, each chunk also has warnings (kept aside by each thread, written in order).
+  for (bool short_samples : {false, true}) {
+    const std::string f = dir.write("a.ctf", parallel_corpus(3000, 0, short_samples));
+    for (uint64_t chunk_size : {uint64_t{32} << 20, uint64_t{20000}}) {
+      for (int trace_level : {1, 2}) {
+        CtfOptions o = options_for(f, {dense("x", 3), sparse("y", 1000)}, 0);
+        o.chunk_size_in_bytes = chunk_size;
+        o.trace_level = trace_level;
+        o.parse_split_bytes = 512;  // many parts per chunk
+        const std::string reference = dump_all(o);
+        ASSERT_GT(reference.size(), 100000u);
+        EXPECT_EQ(reference.find("log 1 WARNING") != std::string::npos, short_samples);
+        EXPECT_EQ(reference.find("log 2 INFO") != std::string::npos, trace_level == 2);
+        for (size_t threads : {2, 3, 8}) {
+          o.parse_threads = threads;
+          EXPECT_EQ(dump_all(o), reference)
+              << threads << " threads, chunks of " << chunk_size << " bytes, short samples " << short_samples
+              << ", trace level " << trace_level;
+        }
+      }
     }
   }
 }
