@@ -4,9 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <string>
-#include <utility>
-#include <vector>
 
 #include "cntkio/errors.hpp"
 #include "core/mapped_file.hpp"
@@ -120,31 +117,23 @@ class CtfChunk final : public Chunk {
   size_t num_streams_;
 };
 
-// Thrown by a speculative parse (one part of a chunk parsed on several threads) where the parse would count
-// an error or fail: such a chunk is parsed again by one thread, so that the error budget and its exceptions
-// come in file order whatever the number of threads.
+// Thrown by a speculative parse (one part of a chunk parsed on several threads) where the parse would warn,
+// log, or count an error: such a chunk is parsed again by one thread, so that messages, the error budget
+// and its exceptions come in file order whatever the number of threads.
 struct NotClean {};
-
-// The warnings and info lines of a speculative parse, written once every part of the chunk has succeeded
-// (part after part, so in file order).
-struct DeferredLog {
-  bool had_warnings = false;
-  std::vector<std::pair<core::LogLevel, std::string>> lines;
-};
 
 template <typename T>
 class ChunkParser {
  public:
-  // Parses into part `part` of `chunk`. A speculative parser (`deferred` set) keeps its messages in
-  // `deferred` and throws NotClean where the error budget or an exception would come in.
-  ChunkParser(const ParseContext& context, CtfChunk<T>& chunk, size_t part, DeferredLog* deferred)
+  // Parses into part `part` of `chunk`. A `speculative` parser throws NotClean instead of any side effect.
+  ChunkParser(const ParseContext& context, CtfChunk<T>& chunk, size_t part, bool speculative)
       : ctx_(context),
         data_(context.data.data()),
         file_size_(context.data.size()),
         chunk_(chunk),
         storage_(chunk.parts_[part]),
         part_(static_cast<uint32_t>(part)),
-        deferred_(deferred) {
+        speculative_(speculative) {
     const auto& streams = *ctx_.streams;
     for (size_t i = 0; i < streams.size(); ++i) {
       aliases_.push_back(streams[i].alias);
@@ -254,30 +243,24 @@ class ChunkParser {
     return " at offset " + std::to_string(pos_) + " in the input file (" + *ctx_.file + ")";
   }
 
-  // Called before anything a speculative parse must leave to a parse by one thread.
+  // Messages are built only when their level is enabled: some (sparse suffix, sequence done) are per sample.
+  // Called before anything a speculative parse must not do.
   void side_effect() const {
-    if (deferred_ != nullptr) throw NotClean{};
+    if (speculative_) throw NotClean{};
   }
 
-  // Messages are built only when their level is enabled: some (sparse suffix, sequence done) are per sample.
   template <typename MakeText>
   void warn(MakeText&& make_text) {
-    const bool enabled = ctx_.logger->enabled(core::LogLevel::kWarning);
-    if (deferred_ != nullptr) {
-      deferred_->had_warnings = true;
-      if (enabled)
-        deferred_->lines.emplace_back(core::LogLevel::kWarning, "WARNING: " + std::string(make_text()));
-      return;
-    }
+    side_effect();
     if (ctx_.had_warnings != nullptr) ctx_.had_warnings->store(true, std::memory_order_relaxed);
-    if (enabled) ctx_.logger->log(core::LogLevel::kWarning, "WARNING: " + std::string(make_text()));
+    if (ctx_.logger->enabled(core::LogLevel::kWarning)) {
+      ctx_.logger->log(core::LogLevel::kWarning, "WARNING: " + std::string(make_text()));
+    }
   }
   template <typename MakeText>
   void info(MakeText&& make_text) {
-    if (!ctx_.logger->enabled(core::LogLevel::kInfo)) return;
-    if (deferred_ != nullptr) {
-      deferred_->lines.emplace_back(core::LogLevel::kInfo, "INFO: " + std::string(make_text()));
-    } else {
+    if (ctx_.logger->enabled(core::LogLevel::kInfo)) {
+      side_effect();
       ctx_.logger->log(core::LogLevel::kInfo, "INFO: " + std::string(make_text()));
     }
   }
@@ -669,7 +652,7 @@ class ChunkParser {
   CtfChunk<T>& chunk_;
   std::vector<StreamStorage<T>>& storage_;  // this parser's part of the chunk, per stream
   uint32_t part_;
-  DeferredLog* deferred_;  // speculative parse: where its messages go
+  bool speculative_;
   // Index of the stream with alias `name`, or aliases_.size(). Streams are few: a linear scan beats hashing.
   // Rows usually list the streams in the same order, so the search starts after the last one found.
   size_t find_stream(std::string_view name) {
@@ -743,7 +726,7 @@ ChunkPtr parse_sequential(const ParseContext& context, const CtfIndex& index, ui
                           uint64_t count) {
   auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count, 1);
   reserve_part(context, index, first, count, chunk->parts_[0]);
-  ChunkParser<T> parser(context, *chunk, 0, nullptr);
+  ChunkParser<T> parser(context, *chunk, 0, false);
   for (uint64_t i = 0; i < count; ++i) parser.parse_sequence(index.sequences[first + i], i);
   return chunk;
 }
@@ -758,6 +741,8 @@ ChunkPtr parse_chunk_as(const ParseContext& context, const CtfIndex& index, uint
     pool = context.pool;
     helpers = pool->size();
   }
+  // Info lines are written per sequence: a speculative parse would always fall back.
+  if (context.logger->enabled(core::LogLevel::kInfo)) helpers = 0;
   uint64_t bytes = 0;
   if (helpers > 0) {
     for (uint64_t i = 0; i < count; ++i) bytes += index.sequences[first + i].size;
@@ -766,19 +751,17 @@ ChunkPtr parse_chunk_as(const ParseContext& context, const CtfIndex& index, uint
   const size_t parts = static_cast<size_t>(std::min<uint64_t>({count, (helpers + 1) * 4, bytes / min_part}));
   if (parts < 2) return parse_sequential<T>(context, index, first, count);
 
-  // Each part is parsed speculatively into its own storage, its messages kept aside. Where a part would
-  // count an error (or meets an exception), the chunk is parsed again by this thread alone, which gives every
-  // error in file order; otherwise the parts' messages are written part after part.
+  // Each part is parsed speculatively into its own storage. Where a part would warn or count an error, the
+  // chunk is parsed again by this thread alone, which gives every message and error in file order.
   const std::vector<uint64_t> begins = split_sequences(index, first, count, bytes, parts);
   auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count, begins.size() - 1);
   std::vector<char> clean(begins.size() - 1, 0);
-  std::vector<DeferredLog> logs(begins.size() - 1);
   core::run_parts(pool, helpers, begins.size() - 1, [&](size_t k) {
     try {
       const uint64_t b = begins[k];
       const uint64_t n = begins[k + 1] - b;
       reserve_part(context, index, first + b, n, chunk->parts_[k]);
-      ChunkParser<T> parser(context, *chunk, k, &logs[k]);
+      ChunkParser<T> parser(context, *chunk, k, true);
       for (uint64_t i = b; i < b + n; ++i) parser.parse_sequence(index.sequences[first + i], i);
       clean[k] = 1;
     } catch (...) {
@@ -787,10 +770,6 @@ ChunkPtr parse_chunk_as(const ParseContext& context, const CtfIndex& index, uint
   });
   for (char c : clean) {
     if (!c) return parse_sequential<T>(context, index, first, count);
-  }
-  for (const DeferredLog& log : logs) {
-    if (log.had_warnings && context.had_warnings != nullptr) context.had_warnings->store(true);
-    for (const auto& [level, line] : log.lines) context.logger->log(level, line);
   }
   return chunk;
 }

@@ -62,9 +62,7 @@ struct ParseContext {
 /// Parses sequences [first, first + count) of `index` and returns the loaded chunk. When the calling thread
 /// is a ThreadPool's worker (or names one with ThreadPool::ScopedCurrent), or `context.pool` is set, and
 /// that pool has idle workers, the sequences are split into runs of about equal bytes that those workers
-/// and the caller parse at once; the chunk delivers the same data, and the log the same lines in the same
-/// order, as a parse by one thread. Where an error is counted against maxErrors (or a part fails), the
-/// chunk is parsed again by the calling thread alone, so budgets and exceptions follow file order too.
+/// and the caller parse at once; the chunk delivers the same data as a parse by one thread.
 ChunkPtr parse_chunk(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count);
 
 }  // namespace cntkio::ctf
