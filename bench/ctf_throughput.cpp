@@ -38,6 +38,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "cntkio/ctf.hpp"
@@ -55,20 +56,23 @@ struct Seconds {
   double cpu = 0;
 };
 
-double thread_cpu_now() {
+double cpu_now(clockid_t clock) {
   timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  ::clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// CPU time of the calling thread, or of the whole process where other threads work too (parse_threads).
 class Stopwatch {
  public:
-  Stopwatch() : wall_(Clock::now()), cpu_(thread_cpu_now()) {}
+  explicit Stopwatch(clockid_t clock = CLOCK_THREAD_CPUTIME_ID)
+      : clock_(clock), wall_(Clock::now()), cpu_(cpu_now(clock)) {}
   Seconds elapsed() const {
-    return Seconds{std::chrono::duration<double>(Clock::now() - wall_).count(), thread_cpu_now() - cpu_};
+    return Seconds{std::chrono::duration<double>(Clock::now() - wall_).count(), cpu_now(clock_) - cpu_};
   }
 
  private:
+  clockid_t clock_;
   Clock::time_point wall_;
   double cpu_;
 };
@@ -82,18 +86,23 @@ struct Args {
   bool keep = false;
   bool json = false;
   int reps = 3;
+  size_t threads = 1;  // > 1: also time cntkio with CtfOptions::parse_threads = threads
   std::vector<std::string> datasets = {"dense", "sparse", "sequences"};
 };
 
 void print_usage(std::FILE* to) {
-  std::fprintf(to,
-               "usage: ctf_throughput [--scale S] [--dir D] [--keep] [--reps N] [--datasets LIST] [--json]\n"
-               "  --scale S      size factor of the generated files (default 1: about 70-160 MB each)\n"
-               "  --dir D        generate the files in D (default: a new temporary directory)\n"
-               "  --keep         keep the generated files, and reuse files already in --dir\n"
-               "  --reps N       timed repetitions per figure; the median is reported (default 3)\n"
-               "  --datasets L   comma-separated subset of dense,sparse,sequences\n"
-               "  --json         print one JSON line per dataset instead of the table\n");
+  std::fprintf(
+      to,
+      "usage: ctf_throughput [--scale S] [--dir D] [--keep] [--reps N] [--threads N] [--datasets LIST]"
+      " [--json]\n"
+      "  --scale S      size factor of the generated files (default 1: about 70-160 MB each)\n"
+      "  --dir D        generate the files in D (default: a new temporary directory)\n"
+      "  --keep         keep the generated files, and reuse files already in --dir\n"
+      "  --reps N       timed repetitions per figure; the median is reported (default 3)\n"
+      "  --threads N    also time cntkio parsing each chunk on N threads (parse_threads = N;\n"
+      "                 0 = the hardware threads); the 1-thread figures are still taken\n"
+      "  --datasets L   comma-separated subset of dense,sparse,sequences\n"
+      "  --json         print one JSON line per dataset instead of the table\n");
 }
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -136,6 +145,10 @@ Args parse_args(int argc, char** argv) {
     } else if (a == "--reps") {
       args.reps = number([](const std::string& t) { return std::stoi(t); });
       if (args.reps < 1) throw std::invalid_argument("--reps must be >= 1");
+    } else if (a == "--threads") {
+      const int n = number([](const std::string& t) { return std::stoi(t); });
+      if (n < 0) throw std::invalid_argument("--threads must be >= 0");
+      args.threads = n == 0 ? std::max(1u, std::thread::hardware_concurrency()) : static_cast<size_t>(n);
     } else if (a == "--datasets") {
       args.datasets = split_list(value());
       for (const auto& d : args.datasets) {
@@ -222,15 +235,17 @@ struct CntkioPass {
   Checks checks;
 };
 
-CntkioPass run_cntkio(const Dataset& d) {
+// `parse_threads` > 1: chunks are still loaded one after another, each parsed by that many threads.
+CntkioPass run_cntkio(const Dataset& d, size_t parse_threads = 1) {
   cntkio::CtfOptions options;
+  options.parse_threads = parse_threads;
   options.file = d.path;
   options.streams = d.streams;
   options.element_type = cntkio::ElementType::kFloat;
   options.trace_level = 0;  // chunk_size_in_bytes stays at its default (32 MiB)
 
   CntkioPass pass;
-  const Stopwatch watch;
+  const Stopwatch watch(parse_threads > 1 ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_THREAD_CPUTIME_ID);
   std::shared_ptr<cntkio::Deserializer> deserializer = cntkio::make_ctf_deserializer(options);
   pass.index = watch.elapsed();
 
@@ -397,19 +412,25 @@ struct Result {
   double cntkio_cpu_mbs = 0;
   double reference_cpu_mbs = 0;
   double cpu_ratio = 0;
+  // With --threads N > 1: cntkio (index + parse) with parse_threads = N, wall-clock and process CPU time.
+  size_t threads = 1;
+  double mt_mbs = 0;
+  double mt_cpu_s = 0;
+  double mt_speedup = 0;  // mt_mbs / cntkio_mbs
   double target = 0;
   bool checks_ok = false;
   std::string check_note;
 };
 
-Result measure(const Dataset& d, int reps) {
+Result measure(const Dataset& d, int reps, size_t threads) {
   Result r;
+  r.threads = threads;
   r.name = d.name;
   r.target = d.target;
   r.bytes = static_cast<uint64_t>(fs::file_size(d.path));
   warm_up(d.path);
-  std::vector<double> index_s, parse_s, total_s, reference_s, total_cpu_s, reference_cpu_s;
-  CntkioPass last_cntkio;
+  std::vector<double> index_s, parse_s, total_s, reference_s, total_cpu_s, reference_cpu_s, mt_s, mt_cpu_s;
+  CntkioPass last_cntkio, last_mt;
   ReferencePass last_reference;
   for (int rep = 0; rep < reps; ++rep) {
     last_cntkio = run_cntkio(d);
@@ -420,6 +441,13 @@ Result measure(const Dataset& d, int reps) {
     reference_s.push_back(last_reference.seconds.wall);
     total_cpu_s.push_back(last_cntkio.total.cpu);
     reference_cpu_s.push_back(last_reference.seconds.cpu);
+    if (threads > 1) {
+      last_mt = run_cntkio(d, threads);
+      mt_s.push_back(last_mt.total.wall);
+      mt_cpu_s.push_back(last_mt.total.cpu);
+      std::fprintf(stderr, "  %s rep %d: cntkio %zu threads %.3f s (process cpu %.3f s)\n", d.name.c_str(),
+                   rep + 1, threads, last_mt.total.wall, last_mt.total.cpu);
+    }
     std::fprintf(stderr,
                  "  %s rep %d: index %.3f s, cntkio %.3f s (cpu %.3f s), fast_float %.3f s (cpu %.3f s)\n",
                  d.name.c_str(), rep + 1, last_cntkio.index.wall, last_cntkio.total.wall,
@@ -434,6 +462,11 @@ Result measure(const Dataset& d, int reps) {
   r.cntkio_cpu_mbs = mb / median(total_cpu_s);
   r.reference_cpu_mbs = mb / median(reference_cpu_s);
   r.cpu_ratio = r.cntkio_cpu_mbs / r.reference_cpu_mbs;
+  if (threads > 1) {
+    r.mt_mbs = mb / median(mt_s);
+    r.mt_cpu_s = median(mt_cpu_s);
+    r.mt_speedup = r.mt_mbs / r.cntkio_mbs;
+  }
   r.sequences = last_cntkio.sequences;
   r.chunks = last_cntkio.chunks;
   r.values = last_cntkio.checks.values;
@@ -444,6 +477,11 @@ Result measure(const Dataset& d, int reps) {
   const double rel = std::fabs(a.value_sum - b.value_sum) / scale;
   r.checks_ok =
       a.values == b.values && a.index_sum == b.index_sum && rel < 1e-6 && r.sequences == d.sequences;
+  // Parsing on several threads must read exactly what one thread reads (the same sums in the same order).
+  const Checks& m = last_mt.checks;
+  const bool mt_same = threads <= 1 || (m.values == a.values && m.index_sum == a.index_sum &&
+                                        m.value_sum == a.value_sum && last_mt.sequences == r.sequences);
+  r.checks_ok = r.checks_ok && mt_same;
   char note[256];
   std::snprintf(
       note, sizeof note,
@@ -453,6 +491,7 @@ Result measure(const Dataset& d, int reps) {
       b.value_sum, rel, static_cast<unsigned long long>(r.sequences),
       static_cast<unsigned long long>(d.sequences));
   r.check_note = note;
+  if (threads > 1) r.check_note += mt_same ? ", N threads identical" : ", N threads DIFFER";
   return r;
 }
 
@@ -482,6 +521,15 @@ void print_table(const std::vector<Result>& results, int reps) {
       "every\n"
       "value; cntkio = index + parse; fast_float = map + tokenize + fast_float::from_chars of every value;\n"
       "ratio = cntkio / fast_float from wall-clock time, (cpu) = the same from thread CPU time.\n");
+  if (!results.empty() && results[0].threads > 1) {
+    std::printf("\n%-10s %8s %16s %18s %12s\n", "dataset", "threads", "cntkio MB/s", "vs 1 thread",
+                "process cpu");
+    for (const Result& r : results) {
+      std::printf("%-10s %8zu %16.1f %17.2fx %11.3fs\n", r.name.c_str(), r.threads, r.mt_mbs, r.mt_speedup,
+                  r.mt_cpu_s);
+    }
+    std::printf("(index + parse, CtfOptions::parse_threads = N: each chunk split at sequence boundaries)\n");
+  }
   for (const Result& r : results) {
     std::printf("check %-10s %s: %s\n", r.name.c_str(), r.checks_ok ? "ok" : "MISMATCH",
                 r.check_note.c_str());
@@ -494,12 +542,14 @@ void print_json(const std::vector<Result>& results, int reps) {
         "{\"dataset\":\"%s\",\"file_bytes\":%llu,\"sequences\":%llu,\"chunks\":%llu,\"values\":%llu,"
         "\"reps\":%d,\"index_mb_s\":%.1f,\"parse_mb_s\":%.1f,\"cntkio_mb_s\":%.1f,\"fast_float_mb_s\":%.1f,"
         "\"ratio\":%.3f,\"cntkio_cpu_mb_s\":%.1f,\"fast_float_cpu_mb_s\":%.1f,\"cpu_ratio\":%.3f,"
+        "\"threads\":%zu,\"cntkio_mt_mb_s\":%.1f,\"mt_cpu_s\":%.4f,\"mt_speedup\":%.3f,"
         "\"target\":%.1f,\"target_met\":%s,\"checks_ok\":%s}\n",
         r.name.c_str(), static_cast<unsigned long long>(r.bytes),
         static_cast<unsigned long long>(r.sequences), static_cast<unsigned long long>(r.chunks),
         static_cast<unsigned long long>(r.values), reps, r.index_mbs, r.parse_mbs, r.cntkio_mbs,
-        r.reference_mbs, r.ratio, r.cntkio_cpu_mbs, r.reference_cpu_mbs, r.cpu_ratio, r.target,
-        r.ratio >= r.target ? "true" : "false", r.checks_ok ? "true" : "false");
+        r.reference_mbs, r.ratio, r.cntkio_cpu_mbs, r.reference_cpu_mbs, r.cpu_ratio, r.threads, r.mt_mbs,
+        r.mt_cpu_s, r.mt_speedup, r.target, r.ratio >= r.target ? "true" : "false",
+        r.checks_ok ? "true" : "false");
   }
 }
 
@@ -523,7 +573,7 @@ int main(int argc, char** argv) {
     try {
       for (const std::string& name : args.datasets) {
         Dataset d = make_dataset(name, dir, args.scale, args.keep && !own_dir);
-        results.push_back(measure(d, args.reps));
+        results.push_back(measure(d, args.reps, args.threads));
         all_ok = all_ok && results.back().checks_ok;
         if (d.generated && !args.keep) fs::remove(d.path);
       }

@@ -13,6 +13,7 @@ packages=(
   libopencv-dev libzip-dev libboost-dev libturbojpeg0-dev
   python3-dev python3-numpy python3-scipy python3-torch python3-pybind11 pybind11-dev python3-pytest
   dpkg-dev doxygen
+  python3-pandas python3-sklearn
 )
 
 missing=()

@@ -5,7 +5,8 @@
 /// form one sequence. The deserializer indexes the file once (sequence ids, byte ranges, chunks), and parses
 /// a chunk only when asked for it. See docs/formats/ctf.md for the format and its error messages.
 ///
-/// Thread-safety: a CtfDeserializer may load different chunks from several threads at once.
+/// Thread-safety: a CtfDeserializer may load different chunks from several threads at once. One load may
+/// itself use several threads (CtfOptions::parse_threads, or idle workers of the pool it runs on).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,12 @@ struct CtfOptions {
   uint64_t chunk_size_in_bytes = 32ull << 20;      ///< chunking of the index [chunkSizeInBytes]
   bool keep_data_in_memory = false;                ///< parse each chunk once and keep it [keepDataInMemory]
   bool cache_index = false;  ///< write/read the index cache (ctf_cache_file_name) [cacheIndex]
+  /// Threads that parse one chunk at once when it is loaded outside a MinibatchSource (whose chunk loaders
+  /// lend their idle threads instead): the chunk is split at sequence boundaries into runs that they parse
+  /// side by side. 0 or 1: the loading thread alone. The data delivered does not depend on it.
+  size_t parse_threads = 0;
+  /// The smallest run of a chunk, in bytes of the file, that is worth a thread of its own.
+  uint64_t parse_split_bytes = 512ull << 10;
   /// Sequence keys shared with the other deserializers of a reader; null = numeric ids.
   KeyTablePtr keys;
   /// Receives warnings and info lines (without newline); default: stderr.

@@ -1,6 +1,15 @@
 #include "core/thread_pool.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+
 namespace cntkio::core {
+namespace {
+
+thread_local ThreadPool* current_pool = nullptr;
+
+}  // namespace
 
 ThreadPool::ThreadPool(size_t threads) {
   workers_.reserve(threads);
@@ -17,22 +26,90 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
+size_t ThreadPool::idle() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waiting_ > queue_.size() ? waiting_ - queue_.size() : 0;
+}
+
+ThreadPool* ThreadPool::current() {
+  return current_pool;
+}
+
+ThreadPool::ScopedCurrent::ScopedCurrent(ThreadPool* pool) : previous_(current_pool) {
+  if (pool != nullptr) current_pool = pool;
+}
+
+ThreadPool::ScopedCurrent::~ScopedCurrent() {
+  current_pool = previous_;
+}
+
 size_t ThreadPool::hardware_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n;
 }
 
 void ThreadPool::work() {
+  current_pool = this;
   for (;;) {
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(mutex_);
+      ++waiting_;
       ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      --waiting_;
       if (stopping_) return;
       task = std::move(queue_.front());
       queue_.pop_front();
     }
     task();
+  }
+}
+
+namespace {
+
+// Shared by the caller and the helpers of one run_parts(); helpers hold it by shared_ptr, so one that
+// starts after the caller returned finds every part claimed and touches nothing else.
+struct PartsJob {
+  explicit PartsJob(size_t n, const std::function<void(size_t)>* f) : parts(n), part(f), errors(n) {}
+  const size_t parts;
+  const std::function<void(size_t)>* part;  // valid while a claimed part is unfinished
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  std::condition_variable all_done;
+  size_t done = 0;
+  std::vector<std::exception_ptr> errors;
+
+  void run_claimed() {
+    for (;;) {
+      const size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= parts) return;
+      try {
+        (*part)(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      if (++done == parts) all_done.notify_all();
+    }
+  }
+};
+
+}  // namespace
+
+void run_parts(ThreadPool* pool, size_t helpers, size_t parts, const std::function<void(size_t)>& part) {
+  if (parts == 0) return;
+  auto job = std::make_shared<PartsJob>(parts, &part);
+  if (pool != nullptr && pool->size() > 0) {
+    helpers = std::min(helpers, parts - 1);
+    for (size_t h = 0; h < helpers; ++h) pool->submit([job] { job->run_claimed(); });
+  }
+  job->run_claimed();
+  {
+    std::unique_lock<std::mutex> lock(job->mutex);
+    job->all_done.wait(lock, [&] { return job->done == job->parts; });
+  }
+  for (const std::exception_ptr& e : job->errors) {
+    if (e) std::rethrow_exception(e);
   }
 }
 

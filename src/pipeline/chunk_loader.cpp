@@ -24,6 +24,8 @@ ChunkPtr ChunkLoader::get(uint32_t chunk_id) {
   if (it == chunks_.end()) {
     std::promise<ChunkPtr> loaded;
     try {
+      // Loaded on this thread: the pool's idle workers may still help parse it.
+      const core::ThreadPool::ScopedCurrent helpers(pool_.get());
       loaded.set_value(load_chunk_checked(*deserializer_, chunk_id));
     } catch (...) {
       loaded.set_exception(std::current_exception());

@@ -1,6 +1,8 @@
 // ChunkLoader: loads a deserializer's chunks on background threads ahead of need, and keeps the chunks a
 // randomizer still needs. Which chunks are loaded never changes what is delivered, only when the parsing
-// happens; errors of a background load surface when the chunk is asked for.
+// happens; errors of a background load surface when the chunk is asked for. A load (in the background or on
+// the caller's thread) runs with the pool as core::ThreadPool::current(), so a deserializer that can split
+// one chunk's parse (CTF) uses the workers that are idle at that moment.
 //
 // Thread-safety: one thread (the randomizer's) calls it; the loads themselves run on the pool.
 #pragma once

@@ -427,3 +427,135 @@ TEST(CtfIndexCache, CorruptCacheIsIgnored) {
   EXPECT_FALSE(ctf_index_summary(*d).loaded_from_cache);
   EXPECT_EQ(ctf_index_summary(*d).sequences, 2u);
 }
+
+namespace {
+
+// Sequences with ids, 1..8 rows each: dense x (dim 3; with `short_samples`, sometimes a short sample that is
+// zero-padded with a warning, not an error) and sparse y (dim 1000, 0..4 entries, sometimes absent from a
+// row). Every `bad_every`-th sequence (0: none) of more than one row holds a bad value on its first row.
+std::string parallel_corpus(size_t sequences, size_t bad_every, bool short_samples) {
+  std::mt19937_64 rng(77);
+  std::string out;
+  for (size_t s = 0; s < sequences; ++s) {
+    const size_t rows = 1 + rng() % 8;
+    for (size_t r = 0; r < rows; ++r) {
+      out += std::to_string(s) + " |x";
+      const size_t n = short_samples && rng() % 5 == 0 ? 2 : 3;
+      for (size_t k = 0; k < n; ++k)
+        out += " " + std::to_string(static_cast<int>(rng() % 2000) - 1000) + ".25";
+      if (bad_every != 0 && s % bad_every == bad_every - 1 && r == 0 && rows > 1) out += " 1,5";
+      if (r == 0 || rng() % 3 != 0) {
+        out += " |y";
+        for (size_t e = rng() % 5, i = 0; e > 0; --e) {
+          i += 1 + rng() % 150;
+          out += " " + std::to_string(i) + ":" + std::to_string(rng() % 100) + "e-1";
+        }
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+// Every key, sample count, value, sparse index and nnz count the deserializer delivers, as text, plus the
+// log lines and the error summary.
+std::string dump_all(CtfOptions o) {
+  std::string out;
+  o.log_sink = [&out](int level, std::string_view line) {
+    out += "log " + std::to_string(level) + " " + std::string(line) + "\n";
+  };
+  auto d = make_ctf_deserializer(o);
+  for (const ChunkInfo& c : d->chunk_infos()) {
+    std::vector<SequenceInfo> infos;
+    d->sequence_infos_for_chunk(c.id, infos);
+    ChunkPtr chunk = d->load_chunk(c.id);
+    for (const SequenceInfo& info : infos) {
+      std::vector<SequenceData> data;
+      chunk->get_sequence(info.index_in_chunk, data);
+      out += "seq " + std::to_string(info.key.sequence);
+      for (size_t s = 0; s < data.size(); ++s) {
+        const auto* v = static_cast<const float*>(data[s].values);
+        out += " [" + std::to_string(data[s].number_of_samples) + ":";
+        if (o.streams[s].storage == StorageFormat::kDense) {
+          for (size_t k = 0; k < data[s].number_of_samples * o.streams[s].dim; ++k)
+            out += " " + std::to_string(v[k]);
+        } else {
+          for (size_t k = 0; k < data[s].total_nnz; ++k)
+            out += " " + std::to_string(data[s].indices[k]) + "=" + std::to_string(v[k]);
+          out += " /";
+          for (size_t k = 0; k < data[s].number_of_samples; ++k)
+            out += " " + std::to_string(data[s].nnz_counts[k]);
+        }
+        out += "]";
+      }
+      out += "\n";
+    }
+  }
+  const CtfErrorSummary errors = ctf_error_summary(*d);
+  out += "errors " + std::to_string(errors.errors) + " rows " + std::to_string(errors.rows_skipped) +
+         " samples " + std::to_string(errors.samples_skipped);
+  for (const std::string& where : errors.first_locations) out += " " + where;
+  return out + "\n";
+}
+
+}  // namespace
+
+TEST(CtfParallelParse, SplitChunksDeliverTheSameDataForEveryThreadCount) {
+  TempDir dir;
+  // With short dense samples, each chunk also has warnings (kept aside by each thread, written in order).
+  for (bool short_samples : {false, true}) {
+    const std::string f = dir.write("a.ctf", parallel_corpus(3000, 0, short_samples));
+    for (uint64_t chunk_size : {uint64_t{32} << 20, uint64_t{20000}}) {
+      for (int trace_level : {1, 2}) {
+        CtfOptions o = options_for(f, {dense("x", 3), sparse("y", 1000)}, 0);
+        o.chunk_size_in_bytes = chunk_size;
+        o.trace_level = trace_level;
+        o.parse_split_bytes = 512;  // many parts per chunk
+        const std::string reference = dump_all(o);
+        ASSERT_GT(reference.size(), 100000u);
+        EXPECT_EQ(reference.find("log 1 WARNING") != std::string::npos, short_samples);
+        EXPECT_EQ(reference.find("log 2 INFO") != std::string::npos, trace_level == 2);
+        for (size_t threads : {2, 3, 8}) {
+          o.parse_threads = threads;
+          EXPECT_EQ(dump_all(o), reference)
+              << threads << " threads, chunks of " << chunk_size << " bytes, short samples " << short_samples
+              << ", trace level " << trace_level;
+        }
+      }
+    }
+  }
+}
+
+TEST(CtfParallelParse, ErrorsWarningsAndTheBudgetComeInFileOrder) {
+  TempDir dir;
+  // 3000 sequences with a bad value in every 250th (where it has more than one row).
+  const std::string f = dir.write("a.ctf", parallel_corpus(3000, 250, true));
+  for (uint64_t max_errors : {uint64_t{0}, uint64_t{5}, uint64_t{17}, uint64_t{1000}}) {
+    CtfOptions o = options_for(f, {dense("x", 3), sparse("y", 1000)}, max_errors);
+    o.parse_split_bytes = 512;
+    std::string reference;
+    try {
+      reference = dump_all(o);
+    } catch (const FormatError& e) {
+      reference = std::string("FormatError ") + e.what();
+    }
+    for (size_t threads : {2, 4}) {
+      o.parse_threads = threads;
+      std::string got;
+      try {
+        got = dump_all(o);
+      } catch (const FormatError& e) {
+        got = std::string("FormatError ") + e.what();
+      }
+      EXPECT_EQ(got, reference) << threads << " threads, maxErrors " << max_errors;
+    }
+    // The cases cover a budget exhausted at once, part way and never.
+    if (max_errors == 0) {
+      EXPECT_EQ(reference.rfind("FormatError", 0), 0u) << reference;
+    }
+    if (max_errors == 1000) {
+      EXPECT_NE(reference.rfind("FormatError", 0), 0u) << reference.substr(0, 300);
+      EXPECT_EQ(reference.find("\nerrors 0 "), std::string::npos);
+    }
+  }
+}

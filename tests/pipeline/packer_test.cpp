@@ -399,6 +399,29 @@ TEST(SequencePacker, SparseDoubleValues) {
   EXPECT_EQ(b.value_at(0, 1), -2.5);
 }
 
+TEST(SequencePacker, SparseCountsBeyondTheEntriesAreAnErrorForTheFirstColumnThatOverflows) {
+  auto source =
+      std::make_shared<ScriptedEnumerator>(std::vector{make_stream("s", 5, StorageFormat::kSparseCsc)});
+  // Three samples each. Key 3 overflows at its third sample (column (t2, row 0) = 4), key 4 at its second
+  // (column (t1, row 1) = 3): the error names key 4, whose column comes first in storage order, although
+  // key 3 comes first in the minibatch.
+  SequenceData a = source->sparse<float>({{{0, 1.f}}, {{1, 2.f}}, {{2, 3.f}}});
+  a.total_nnz = 2;
+  SequenceData b = source->sparse<float>({{{0, 1.f}}, {{1, 2.f}}, {{2, 3.f}}});
+  b.total_nnz = 1;
+  source->add_call({{a}, {b}}, {3, 4});
+  auto packer = make_sequence_packer(source, false);
+  packer->set_configuration(config_of(6));
+  try {
+    packer->read_minibatch();
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.cntk_text(), "The nnz counts of a sparse sequence exceed its number of entries.");
+    EXPECT_EQ(e.location().stream, "s");
+    EXPECT_EQ(e.location().sequence_key, "seq4");
+  }
+}
+
 TEST(SequencePacker, ZeroLengthSequenceIsAnErrorNamingStreamAndKey) {
   auto source =
       std::make_shared<ScriptedEnumerator>(std::vector{make_stream("features", 1), make_stream("labels", 1)});

@@ -44,17 +44,18 @@ class Corpus {
   ~Corpus() { fs::remove_all(dir_); }
 
   // A stand-alone or composite reader section over the file.
-  Config reader(const std::string& extra, bool composite = false) const {
+  Config reader(const std::string& extra, bool composite = false, size_t chunk_size = 1500) const {
+    const std::string chunk = "chunkSizeInBytes = " + std::to_string(chunk_size) + "\n ";
     std::string ctf =
         "file = \"" + file_ +
         "\"\n input = [ x = [ dim = 2 ; format = dense ]\n y = [ dim = 7 ; format = sparse ] ]\n";
     std::string text;
     if (composite) {
-      text = "R = [ reader = [ chunkSizeInBytes = 1500\n " + extra + "\n deserializers = ( [ type = " +
-             "\"CNTKTextFormatDeserializer\"\n chunkSizeInBytes = 1500\n " + ctf + " ] ) ] ]";
+      text = "R = [ reader = [ " + chunk + extra +
+             "\n deserializers = ( [ type = " + "\"CNTKTextFormatDeserializer\"\n " + chunk + ctf +
+             " ] ) ] ]";
     } else {
-      text = "R = [ reader = [ readerType = CNTKTextFormatReader\n chunkSizeInBytes = 1500\n " + extra +
-             "\n " + ctf + " ] ]";
+      text = "R = [ reader = [ readerType = CNTKTextFormatReader\n " + chunk + extra + "\n " + ctf + " ] ]";
     }
     return Config::from_text(text).get_block("R").get_block("reader");
   }
@@ -312,6 +313,32 @@ TEST(SourceThreads, ResultsDoNotDependOnThreadsOrPrefetch) {
         ASSERT_GT(reference.size(), 30u);
       } else {
         EXPECT_EQ(got, reference) << randomize << " / " << threads;
+      }
+    }
+  }
+}
+
+// One chunk of about 1.5 MB: loaded while loader threads are idle, it is parsed by several threads at once
+// (split at sequence boundaries), which must not change a single minibatch.
+TEST(SourceThreads, ChunksParsedOnSeveralThreadsGiveTheSameMinibatches) {
+  Corpus corpus(30000);
+  for (bool composite : {false, true}) {
+    for (const char* randomize : {"randomize = false", "randomize = true\n randomizationWindow = 2"}) {
+      std::vector<std::string> reference;
+      for (const char* threads : {"loaderThreads = 0\n prefetch = false", "loaderThreads = 2",
+                                  "loaderThreads = 4", "loaderThreads = 3\n prefetch = false"}) {
+        auto source = MinibatchSource::from_config(
+            corpus.reader(std::string(randomize) + "\n " + threads, composite, 1000000000));
+        std::vector<std::string> got;
+        source->start_epoch(5000, 0, kFullSweep);
+        Minibatch mb;
+        while (source->next_minibatch(mb)) got.push_back(describe(mb));
+        if (reference.empty()) {
+          reference = got;
+          ASSERT_GT(reference.size(), 20u);
+        } else {
+          EXPECT_EQ(got, reference) << randomize << " / " << threads << " / composite " << composite;
+        }
       }
     }
   }

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -10,6 +11,7 @@
 #include "core/logger.hpp"
 #include "core/mapped_file.hpp"
 #include "core/text.hpp"
+#include "core/thread_pool.hpp"
 #include "formats/ctf/ctf_index.hpp"
 #include "formats/ctf/ctf_parser.hpp"
 
@@ -102,6 +104,9 @@ class CtfDeserializer final : public Deserializer {
     context_.logger = &logger_;
     context_.budget = &budget_;
     context_.had_warnings = &had_warnings_;
+    if (options_.parse_threads > 1) pool_ = std::make_unique<core::ThreadPool>(options_.parse_threads - 1);
+    context_.pool = pool_.get();
+    context_.min_part_bytes = options_.parse_split_bytes;
   }
 
   const std::vector<StreamInfo>& streams() const override { return streams_; }
@@ -245,6 +250,7 @@ class CtfDeserializer final : public Deserializer {
   ctf::CtfIndex index_;
   CtfIndexSummary summary_;
   ctf::ParseContext context_;
+  std::unique_ptr<core::ThreadPool> pool_;  // helpers of one chunk's parse (parse_threads - 1), or null
   std::mutex kept_mutex_;
   std::vector<ChunkPtr> kept_chunks_;
   mutable std::once_flag key_table_once_;

@@ -1,11 +1,13 @@
 #include "formats/ctf/ctf_parser.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "cntkio/errors.hpp"
 #include "core/mapped_file.hpp"
+#include "core/thread_pool.hpp"
 #include "formats/ctf/ctf_number.hpp"
 
 namespace cntkio::ctf {
@@ -70,27 +72,33 @@ struct StreamStorage {
   std::vector<uint32_t> nnz_counts;  // sparse only, one per sample
 };
 
-// Where the data of one stream of one sequence lies in its StreamStorage.
+// Where the data of one stream of one sequence lies: in the StreamStorage of part `part` of the chunk.
 struct Slot {
   uint32_t samples = 0;
+  uint32_t part = 0;
   size_t value_begin = 0;
   size_t nnz_begin = 0;
   size_t total_nnz = 0;
 };
 
+// A chunk parsed in `parts` parts (consecutive runs of sequences, each parsed by one thread into its own
+// storage); a chunk parsed by one thread has one part.
 template <typename T>
 class CtfChunk final : public Chunk {
  public:
-  CtfChunk(const std::vector<StreamInfo>& streams, size_t num_sequences)
-      : streams_(streams.size()), sparse_(streams.size()), slots_(streams.size() * num_sequences) {
+  CtfChunk(const std::vector<StreamInfo>& streams, size_t num_sequences, size_t parts)
+      : parts_(parts, std::vector<StreamStorage<T>>(streams.size())),
+        sparse_(streams.size()),
+        slots_(streams.size() * num_sequences),
+        num_streams_(streams.size()) {
     for (size_t s = 0; s < streams.size(); ++s) sparse_[s] = streams[s].storage == StorageFormat::kSparseCsc;
   }
 
   void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const override {
-    const size_t n = streams_.size();
+    const size_t n = num_streams_;
     for (size_t s = 0; s < n; ++s) {
       const Slot& slot = slots_[index_in_chunk * n + s];
-      const StreamStorage<T>& storage = streams_[s];
+      const StreamStorage<T>& storage = parts_[slot.part][s];
       SequenceData d;
       d.number_of_samples = slot.samples;
       d.values = storage.values.data() + slot.value_begin;
@@ -103,16 +111,29 @@ class CtfChunk final : public Chunk {
     }
   }
 
-  std::vector<StreamStorage<T>> streams_;
+  std::vector<std::vector<StreamStorage<T>>> parts_;  // [part][stream]
   std::vector<bool> sparse_;
-  std::vector<Slot> slots_;
+  std::vector<Slot> slots_;  // [sequence * streams + stream]
+  size_t num_streams_;
 };
+
+// Thrown by a speculative parse (one part of a chunk parsed on several threads) where the parse would warn,
+// log, or count an error: such a chunk is parsed again by one thread, so that messages, the error budget
+// and its exceptions come in file order whatever the number of threads.
+struct NotClean {};
 
 template <typename T>
 class ChunkParser {
  public:
-  ChunkParser(const ParseContext& context, CtfChunk<T>& chunk)
-      : ctx_(context), data_(context.data.data()), file_size_(context.data.size()), chunk_(chunk) {
+  // Parses into part `part` of `chunk`. A `speculative` parser throws NotClean instead of any side effect.
+  ChunkParser(const ParseContext& context, CtfChunk<T>& chunk, size_t part, bool speculative)
+      : ctx_(context),
+        data_(context.data.data()),
+        file_size_(context.data.size()),
+        chunk_(chunk),
+        storage_(chunk.parts_[part]),
+        part_(static_cast<uint32_t>(part)),
+        speculative_(speculative) {
     const auto& streams = *ctx_.streams;
     for (size_t i = 0; i < streams.size(); ++i) {
       aliases_.push_back(streams[i].alias);
@@ -133,8 +154,9 @@ class ChunkParser {
     end_ = std::min<size_t>(range_end_, file_size_);
     for (size_t s = 0; s < num_streams; ++s) {
       Slot& slot = chunk_.slots_[index_in_chunk * num_streams + s];
-      slot.value_begin = chunk_.streams_[s].values.size();
-      slot.nnz_begin = chunk_.streams_[s].nnz_counts.size();
+      slot.part = part_;
+      slot.value_begin = storage_[s].values.size();
+      slot.nnz_begin = storage_[s].nnz_counts.size();
       samples_[s] = 0;
     }
     current_slots_ = &chunk_.slots_[index_in_chunk * num_streams];
@@ -165,6 +187,7 @@ class ChunkParser {
     int empty_stream = -1;
     for (size_t s = 0; s < num_streams; ++s) {
       if (samples_[s] == 0) {
+        side_effect();
         ctx_.logger->always(core::LogLevel::kError, "ERROR: Input ('" + streams[s].name +
                                                         "') is empty in sequence (id = " +
                                                         std::to_string(key_) + ")" + where() + ".");
@@ -207,7 +230,7 @@ class ChunkParser {
     for (size_t s = 0; s < num_streams; ++s) {
       Slot& slot = current_slots_[s];
       slot.samples = samples_[s];
-      slot.total_nnz = chunk_.streams_[s].indices.size() - slot.value_begin;
+      slot.total_nnz = storage_[s].indices.size() - slot.value_begin;
       if (streams[s].storage == StorageFormat::kDense) slot.total_nnz = 0;
     }
   }
@@ -221,8 +244,14 @@ class ChunkParser {
   }
 
   // Messages are built only when their level is enabled: some (sparse suffix, sequence done) are per sample.
+  // Called before anything a speculative parse must not do.
+  void side_effect() const {
+    if (speculative_) throw NotClean{};
+  }
+
   template <typename MakeText>
   void warn(MakeText&& make_text) {
+    side_effect();
     if (ctx_.had_warnings != nullptr) ctx_.had_warnings->store(true, std::memory_order_relaxed);
     if (ctx_.logger->enabled(core::LogLevel::kWarning)) {
       ctx_.logger->log(core::LogLevel::kWarning, "WARNING: " + std::string(make_text()));
@@ -231,6 +260,7 @@ class ChunkParser {
   template <typename MakeText>
   void info(MakeText&& make_text) {
     if (ctx_.logger->enabled(core::LogLevel::kInfo)) {
+      side_effect();
       ctx_.logger->log(core::LogLevel::kInfo, "INFO: " + std::string(make_text()));
     }
   }
@@ -249,6 +279,7 @@ class ChunkParser {
 
   // One error against maxErrors; throws CNTK's budget error when none is left.
   void count_error(int stream, Dropped dropped = Dropped::kNothing) {
+    side_effect();
     std::string where_text;
     if (ctx_.budget->counted() < 10) {
       core::LineColumn lc = core::line_column_at(ctx_.data, pos_);
@@ -373,7 +404,7 @@ class ChunkParser {
       });
       return false;
     }
-    StreamStorage<T>& storage = chunk_.streams_[stream];
+    StreamStorage<T>& storage = storage_[stream];
     const size_t values_before = storage.values.size();
     const size_t nnz_before = storage.nnz_counts.size();
     const bool dense = dense_[stream];
@@ -619,6 +650,9 @@ class ChunkParser {
   const char* data_;
   size_t file_size_;
   CtfChunk<T>& chunk_;
+  std::vector<StreamStorage<T>>& storage_;  // this parser's part of the chunk, per stream
+  uint32_t part_;
+  bool speculative_;
   // Index of the stream with alias `name`, or aliases_.size(). Streams are few: a linear scan beats hashing.
   // Rows usually list the streams in the same order, so the search starts after the last one found.
   size_t find_stream(std::string_view name) {
@@ -651,27 +685,92 @@ class ChunkParser {
   size_t end_ = 0;
 };
 
+// Reserves the storage of one part from its byte size, so that its vectors rarely grow.
 template <typename T>
-ChunkPtr parse_chunk_as(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count) {
-  auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count);
-  // Reserve from the byte size: a value takes at least 2 bytes in the file.
+void reserve_part(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count,
+                  std::vector<StreamStorage<T>>& part) {
+  // A value takes at least 2 bytes in the file.
   uint64_t bytes = 0;
-  for (uint64_t i = 0; i < count; ++i) bytes += index.sequences[first + i].size;
+  uint64_t samples = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    bytes += index.sequences[first + i].size;
+    samples += index.sequences[first + i].samples;
+  }
   for (size_t s = 0; s < context.streams->size(); ++s) {
     const StreamInfo& stream = (*context.streams)[s];
     if (stream.storage == StorageFormat::kDense) {
-      uint64_t samples = 0;
-      for (uint64_t i = 0; i < count; ++i) samples += index.sequences[first + i].samples;
-      uint64_t estimate = std::min<uint64_t>(samples * stream.sample_dim(), bytes);
-      chunk->streams_[s].values.reserve(estimate);
+      part[s].values.reserve(std::min<uint64_t>(samples * stream.sample_dim(), bytes));
     } else {
       // An entry takes at least 4 bytes ("1:1 "); untouched reserved pages cost no memory.
-      chunk->streams_[s].values.reserve(bytes / 4);
-      chunk->streams_[s].indices.reserve(bytes / 4);
+      part[s].values.reserve(bytes / 4);
+      part[s].indices.reserve(bytes / 4);
     }
   }
-  ChunkParser<T> parser(context, *chunk);
+}
+
+// First sequence (relative to the chunk's first) of each of `parts` runs of about equal bytes, and `count`.
+std::vector<uint64_t> split_sequences(const CtfIndex& index, uint64_t first, uint64_t count, uint64_t bytes,
+                                      size_t parts) {
+  std::vector<uint64_t> begins{0};
+  uint64_t done = 0;
+  for (uint64_t i = 0; i < count && begins.size() < parts; ++i) {
+    done += index.sequences[first + i].size;
+    if (done * parts >= bytes * begins.size() && i + 1 < count) begins.push_back(i + 1);
+  }
+  begins.push_back(count);
+  return begins;
+}
+
+template <typename T>
+ChunkPtr parse_sequential(const ParseContext& context, const CtfIndex& index, uint64_t first,
+                          uint64_t count) {
+  auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count, 1);
+  reserve_part(context, index, first, count, chunk->parts_[0]);
+  ChunkParser<T> parser(context, *chunk, 0, false);
   for (uint64_t i = 0; i < count; ++i) parser.parse_sequence(index.sequences[first + i], i);
+  return chunk;
+}
+
+template <typename T>
+ChunkPtr parse_chunk_as(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count) {
+  // Idle threads of the pool this load runs on (the pipeline's chunk loaders), else of the deserializer's.
+  // The deserializer's own pool serves its loads alone: all its workers help.
+  core::ThreadPool* pool = core::ThreadPool::current();
+  size_t helpers = pool != nullptr ? pool->idle() : 0;
+  if (pool == nullptr && context.pool != nullptr) {
+    pool = context.pool;
+    helpers = pool->size();
+  }
+  // Info lines are written per sequence: a speculative parse would always fall back.
+  if (context.logger->enabled(core::LogLevel::kInfo)) helpers = 0;
+  uint64_t bytes = 0;
+  if (helpers > 0) {
+    for (uint64_t i = 0; i < count; ++i) bytes += index.sequences[first + i].size;
+  }
+  const uint64_t min_part = std::max<uint64_t>(1, context.min_part_bytes);
+  const size_t parts = static_cast<size_t>(std::min<uint64_t>({count, (helpers + 1) * 4, bytes / min_part}));
+  if (parts < 2) return parse_sequential<T>(context, index, first, count);
+
+  // Each part is parsed speculatively into its own storage. Where a part would warn or count an error, the
+  // chunk is parsed again by this thread alone, which gives every message and error in file order.
+  const std::vector<uint64_t> begins = split_sequences(index, first, count, bytes, parts);
+  auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count, begins.size() - 1);
+  std::vector<char> clean(begins.size() - 1, 0);
+  core::run_parts(pool, helpers, begins.size() - 1, [&](size_t k) {
+    try {
+      const uint64_t b = begins[k];
+      const uint64_t n = begins[k + 1] - b;
+      reserve_part(context, index, first + b, n, chunk->parts_[k]);
+      ChunkParser<T> parser(context, *chunk, k, true);
+      for (uint64_t i = b; i < b + n; ++i) parser.parse_sequence(index.sequences[first + i], i);
+      clean[k] = 1;
+    } catch (...) {
+      // NotClean, or anything else the parse by one thread will meet again and report.
+    }
+  });
+  for (char c : clean) {
+    if (!c) return parse_sequential<T>(context, index, first, count);
+  }
   return chunk;
 }
 

@@ -13,6 +13,7 @@
 #include "cntkio/ctf.hpp"
 #include "cntkio/sequence.hpp"
 #include "core/logger.hpp"
+#include "core/thread_pool.hpp"
 #include "formats/ctf/ctf_index.hpp"
 
 namespace cntkio::ctf {
@@ -51,9 +52,17 @@ struct ParseContext {
   ErrorBudget* budget = nullptr;
   /// Hint printed with the budget error when warnings were hidden (trace level < 1).
   std::atomic<bool>* had_warnings = nullptr;
+  /// Threads for splitting one chunk's parse when the load does not run on a ThreadPool (which is then
+  /// used instead): the deserializer's own pool (CtfOptions::parse_threads), or null.
+  core::ThreadPool* pool = nullptr;
+  /// A chunk is split only into parts of at least this many bytes (CtfOptions::parse_split_bytes).
+  uint64_t min_part_bytes = 1 << 20;
 };
 
-/// Parses sequences [first, first + count) of `index` and returns the loaded chunk.
+/// Parses sequences [first, first + count) of `index` and returns the loaded chunk. When the calling thread
+/// is a ThreadPool's worker (or names one with ThreadPool::ScopedCurrent), or `context.pool` is set, and
+/// that pool has idle workers, the sequences are split into runs of about equal bytes that those workers
+/// and the caller parse at once; the chunk delivers the same data as a parse by one thread.
 ChunkPtr parse_chunk(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count);
 
 }  // namespace cntkio::ctf
