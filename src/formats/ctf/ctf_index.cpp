@@ -9,7 +9,6 @@
 
 #include "cntkio/errors.hpp"
 #include "core/mapped_file.hpp"
-#include "core/newline_finder.hpp"
 
 namespace cntkio::ctf {
 namespace {
@@ -43,8 +42,7 @@ class Indexer {
       : data_(data),
         file_(file),
         pattern_(main_alias.empty() ? std::string() : "|" + std::string(main_alias)),
-        symbolic_keys_(keys != nullptr && !keys->is_numeric() ? keys : nullptr),
-        newlines_(data.data(), data.size()) {}
+        symbolic_keys_(keys != nullptr && !keys->is_numeric() ? keys : nullptr) {}
 
   CtfIndex run(bool skip_sequence_ids) {
     const size_t n = data_.size();
@@ -191,7 +189,6 @@ class Indexer {
   const std::string& file_;
   std::string pattern_;
   KeyTable* symbolic_keys_;
-  core::NewlineFinder newlines_;
   uint64_t line_ = 0;
   CtfIndex index_;
 };
