@@ -6,6 +6,7 @@
 #include "catalogue/catalogue.hpp"
 #include "cntkio/image.hpp"
 #include "cntkio/transform.hpp"
+#include "image/base64_encode.hpp"
 
 namespace cntkio::catalogue {
 namespace {
@@ -15,25 +16,10 @@ void write_png(const std::string& dir, const std::string& name, int shade) {
   cv::imwrite(dir + "/" + name, cv::Mat(2, 3, CV_8UC3, cv::Scalar(shade, shade, shade)));
 }
 
-// Base64 (RFC 4648, with padding) of `bytes`: the test writes its own input for the base64 map.
-std::string base64(const std::vector<unsigned char>& bytes) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const uint32_t n = (uint32_t{bytes[i]} << 16) | (i + 1 < bytes.size() ? uint32_t{bytes[i + 1]} << 8 : 0) |
-                       (i + 2 < bytes.size() ? uint32_t{bytes[i + 2]} : 0);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kAlphabet[n & 63] : '=';
-  }
-  return out;
-}
-
 std::string png_base64(int shade) {
   std::vector<unsigned char> bytes;
   cv::imencode(".png", cv::Mat(2, 3, CV_8UC3, cv::Scalar(shade, shade, shade)), bytes);
-  return base64(bytes);
+  return testing_support::base64(bytes);
 }
 
 // Writes p0.png..p2.png and the map (`{dir}` in it becomes the case folder), opens it with labelDim 3 and

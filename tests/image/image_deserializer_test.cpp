@@ -13,6 +13,7 @@
 #include "cntkio/image.hpp"
 #include "cntkio/transform.hpp"
 #include "formats/image/image_source.hpp"
+#include "image/base64_encode.hpp"
 
 namespace cntkio {
 namespace {
@@ -229,20 +230,7 @@ TEST_F(ImageDeserializerTest, UnreadableZipArchive) {
   EXPECT_EQ(e.cntk_text().rfind("Failed to open " + fake + ", zip library error: ", 0), 0u);
 }
 
-std::string base64(const std::vector<unsigned char>& bytes) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    uint32_t v = static_cast<uint32_t>(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) v |= static_cast<uint32_t>(bytes[i + 1]) << 8;
-    if (i + 2 < bytes.size()) v |= bytes[i + 2];
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kAlphabet[v & 63] : '=';
-  }
-  return out;
-}
+using testing_support::base64;
 
 std::string png_base64(int i) {
   std::vector<unsigned char> bytes;
