@@ -1,0 +1,140 @@
+// CTF index cache: how much faster a reader opens a large file whose index cache is valid than one that
+// indexes it cold (issue #9: "open with a valid index cache >= 20x faster than a cold index on a 1 GB file").
+//
+// For each dataset of bench/ctf_datasets.hpp, scaled to about --gb gigabytes, it times
+// make_ctf_deserializer() with cacheIndex off (cold: map the file, scan it, form chunks) and with a valid
+// cache (read the cache, check it, form chunks), each in a fresh child process (fork) so neither side
+// inherits the other's warm heap; the file and its cache are in the page cache. Median of --reps.
+//
+//   build/bench/ctf_index_cache [--gb 1] [--reps 5] [--dataset dense|sparse|sequences] [--dir DIR]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cntkio/ctf.hpp"
+#include "ctf_datasets.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Open {
+  double seconds = 0;
+  uint64_t sequences = 0;
+  bool from_cache = false;
+};
+
+// Opens the file in a forked child and returns what it measured (seconds < 0: the child failed).
+Open open_in_child(const cntkio::CtfOptions& options) {
+  int fds[2];
+  if (::pipe(fds) != 0) return {-1, 0, false};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    Open o;
+    try {
+      const auto start = std::chrono::steady_clock::now();
+      auto d = cntkio::make_ctf_deserializer(options);
+      o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const cntkio::CtfIndexSummary s = cntkio::ctf_index_summary(*d);
+      o.sequences = s.sequences;
+      o.from_cache = s.loaded_from_cache;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      o.seconds = -1;
+    }
+    const ssize_t written = ::write(fds[1], &o, sizeof o);
+    ::_exit(written == static_cast<ssize_t>(sizeof o) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  Open o{-1, 0, false};
+  if (::read(fds[0], &o, sizeof o) != static_cast<ssize_t>(sizeof o)) o.seconds = -1;
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double gigabytes = 1.0;
+  int reps = 5;
+  std::vector<std::string> datasets = {"dense", "sparse", "sequences"};
+  std::string dir = (fs::temp_directory_path() / "cntkio_bench").string();
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--gb" && has_value) {
+      gigabytes = std::atof(argv[++i]);
+    } else if (arg == "--reps" && has_value) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--dataset" && has_value) {
+      datasets = {argv[++i]};
+    } else if (arg == "--dir" && has_value) {
+      dir = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--gb 1] [--reps 5] [--dataset dense|sparse|sequences] [--dir DIR]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  fs::create_directories(dir);
+  std::printf("%-10s %9s %10s %12s %14s %14s %8s\n", "dataset", "file MB", "sequences", "cache MB",
+              "cold index s", "cached open s", "ratio");
+  for (const std::string& name : datasets) {
+    // The scale that gives about `gigabytes`, from the size of a small sample of the same generator.
+    const bench::CtfDatasetSpec probe = bench::ctf_dataset_spec(name, 0.01);
+    const std::string probe_path = dir + "/" + probe.file_name();
+    if (!fs::exists(probe_path)) probe.generate(probe_path, probe.count);
+    const double scale = gigabytes * 1e9 / (static_cast<double>(fs::file_size(probe_path)) / 0.01);
+    const bench::CtfDatasetSpec spec = bench::ctf_dataset_spec(name, scale);
+    const std::string path = dir + "/" + spec.file_name();
+    if (!fs::exists(path)) {
+      std::fprintf(stderr, "generating %s ...\n", path.c_str());
+      spec.generate(path, spec.count);
+    }
+    cntkio::CtfOptions options;
+    options.file = path;
+    options.streams = spec.streams;
+    options.trace_level = 0;
+    options.cache_index = true;
+    fs::remove(cntkio::ctf_cache_file_name(options));
+    if (open_in_child(options).seconds < 0) return 1;  // writes the cache
+    const std::string cache = cntkio::ctf_cache_file_name(options);
+    std::vector<double> cold, cached;
+    uint64_t sequences = 0;
+    for (int r = 0; r < reps; ++r) {
+      options.cache_index = false;
+      const Open c = open_in_child(options);
+      options.cache_index = true;
+      const Open w = open_in_child(options);
+      if (c.seconds < 0 || w.seconds < 0 || c.from_cache || !w.from_cache || c.sequences != w.sequences) {
+        std::fprintf(stderr, "%s: the cached open did not use the cache or disagrees with the cold index\n",
+                     name.c_str());
+        return 1;
+      }
+      cold.push_back(c.seconds);
+      cached.push_back(w.seconds);
+      sequences = c.sequences;
+    }
+    const double cold_s = median(cold), cached_s = median(cached);
+    std::printf("%-10s %9.0f %10llu %12.1f %14.4f %14.4f %7.1fx\n", name.c_str(),
+                static_cast<double>(fs::file_size(path)) / 1e6, static_cast<unsigned long long>(sequences),
+                static_cast<double>(fs::file_size(cache)) / 1e6, cold_s, cached_s, cold_s / cached_s);
+  }
+  return 0;
+}
