@@ -17,7 +17,6 @@ NumberResult parse_number_exact(const char* p, const char* end, bool end_is_sequ
   State state = State::kInit;
   bool negative = false;
   double n = 0, c = 0, d = 1;
-  NumberResult r;
   for (; p < end; ++p) {
     const char ch = *p;
     const bool digit = ch >= '0' && ch <= '9';
