@@ -148,8 +148,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ConvertOptions to_ctf;
   to_ctf.to = DataFormat::kCtf;
   to_ctf.log = [](std::string_view) {};
+  ConvertSummary written;
   try {
-    convert_deserializer(*source, text, to_ctf);
+    written = convert_deserializer(*source, text, to_ctf);
   } catch (const UsageError&) {
     return 0;
   }
@@ -158,7 +159,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   reread.skip_sequence_ids = false;
   auto back = make_ctf_deserializer(reread);
   const std::string again = render(*back);
-  if (again != parsed) differs("CTF text", parsed, again);
+  // Some extreme doubles (subnormals such as 42e-317) have no spelling that CNTK's number formula reads back
+  // exactly; the converter counts and reports them (inexact_values), so only then may the values differ.
+  if (again != parsed && written.inexact_values == 0) differs("CTF text", parsed, again);
   std::remove(text.c_str());
   return 0;
 }

@@ -411,6 +411,30 @@ std::vector<Case> cbf_cases() {
   add(convert("cbf_convert_empty_sparse_sample", "|b|a 0\n", DataFormat::kCbf, ok("0 a=[0] b=[]")));
   add(convert("cbf_convert_empty_sparse_sample_legacy", "|b|a 0\n", DataFormat::kCbfLegacy,
               ok("0 a=[0] b=[]")));
+  {
+    // Found by the long fuzz_roundtrip run: a subnormal double that no decimal spelling gives back through
+    // CNTK's number formula. The converter writes 17 digits and says so, in the summary and in its log.
+    Case c;
+    c.name = "ctf_text_convert_unspellable_subnormal_is_counted_and_reported";
+    c.run = [](const std::string& dir) {
+      return capture(dir, [&](Outcome& out) {
+        ConvertOptions options;
+        options.to = DataFormat::kCtf;
+        options.element_type = ElementType::kDouble;
+        options.streams = {parse_convert_stream("a::1:dense"), parse_convert_stream("b::7:sparse")};
+        std::string log;
+        options.log = [&log](std::string_view line) { log += std::string(line) + "\n"; };
+        const ConvertSummary s = convert_file(write_file(dir, "data.ctf", "0 |a 0.5 |b 1:42.0e-317\n"),
+                                              DataFormat::kCtf, dir + "/out.ctf", options);
+        out.data = "inexact " + std::to_string(s.inexact_values) + "\n" + log;
+      });
+    };
+    c.expect =
+        ok("inexact 1\nwarning: 1 value(s) have no decimal spelling that CNTK's CTF number parser reads back "
+           "exactly; "
+           "they were written with 17 significant digits and read back within an ulp or two.\n");
+    add(std::move(c));
+  }
   add(convert("cbf_convert_legacy_round_trip", "0 |a 1 |b 3:2\n1 |a 2 |b 1:1 6:5\n", DataFormat::kCbfLegacy,
               ok("0 a=[1] b=[3:2]; 1 a=[2] b=[1:1 6:5]")));
   return cases;
