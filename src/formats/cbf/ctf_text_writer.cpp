@@ -14,6 +14,7 @@
 #include "cntkio/convert.hpp"
 #include "cntkio/errors.hpp"
 #include "formats/cbf/output_file.hpp"
+#include "formats/ctf/ctf_number.hpp"
 
 namespace cntkio {
 namespace {
@@ -151,97 +152,11 @@ bool valid_alias(const std::string& alias) {
 }  // namespace
 
 std::optional<double> ctf_parse_number(std::string_view text) {
-  enum class State { kInit, kSign, kInt, kPeriod, kFrac, kExp, kExpSign, kExpDigits };
-  State state = State::kInit;
-  bool negative = false;
-  double n = 0, c = 0, d = 1;
-  for (const char ch : text) {
-    const bool digit = ch >= '0' && ch <= '9';
-    const double dv = digit ? static_cast<double>(ch - '0') : 0.0;
-    switch (state) {
-      case State::kInit:
-        if (digit) {
-          n = dv;
-          state = State::kInt;
-        } else if (ch == '+' || ch == '-') {
-          negative = ch == '-';
-          state = State::kSign;
-        } else {
-          return std::nullopt;
-        }
-        break;
-      case State::kSign:
-        if (!digit) return std::nullopt;
-        n = dv;
-        state = State::kInt;
-        break;
-      case State::kInt:
-        if (digit) {
-          n = n * 10 + dv;
-        } else if (ch == '.') {
-          state = State::kPeriod;
-        } else if (ch == 'e' || ch == 'E') {
-          c = negative ? -n : n;
-          n = 0;
-          state = State::kExp;
-        } else {
-          return std::nullopt;
-        }
-        break;
-      case State::kPeriod:
-        if (!digit) return std::nullopt;
-        c = n;
-        n = dv;
-        d = 10;
-        state = State::kFrac;
-        break;
-      case State::kFrac:
-        if (digit) {
-          n = n * 10 + dv;
-          d = d * 10;
-        } else if (ch == 'e' || ch == 'E') {
-          c = c + n / d;
-          if (negative) c = -c;
-          state = State::kExp;
-        } else {
-          return std::nullopt;
-        }
-        break;
-      case State::kExp:
-        if (digit) {
-          negative = false;
-          n = dv;
-          state = State::kExpDigits;
-        } else if (ch == '+' || ch == '-') {
-          negative = ch == '-';
-          state = State::kExpSign;
-        } else {
-          return std::nullopt;
-        }
-        break;
-      case State::kExpSign:
-        if (!digit) return std::nullopt;
-        n = dv;
-        state = State::kExpDigits;
-        break;
-      case State::kExpDigits:
-        if (!digit) return std::nullopt;
-        n = n * 10 + dv;
-        break;
-    }
-  }
-  switch (state) {
-    case State::kInt:
-    case State::kPeriod:
-      return negative ? -n : n;
-    case State::kFrac:
-      c = c + n / d;
-      return negative ? -c : c;
-    case State::kExpDigits:
-      return c * std::pow(10.0, negative ? -n : n);
-    default:
-      return std::nullopt;
-  }
+  // The reader's own state machine, which must consume the whole text.
+  if (text.empty()) return std::nullopt;
+  const ctf::NumberResult r = ctf::parse_number_exact(text.data(), text.data() + text.size(), true);
+  if (r.status != ctf::NumberStatus::kOk || r.end != text.data() + text.size()) return std::nullopt;
+  return r.value;
 }
 
 std::string ctf_number_text(double value, ElementType type) {
