@@ -32,4 +32,10 @@ class Logger {
 
 using LoggerPtr = std::shared_ptr<Logger>;
 
+/// The Sink for an options struct's `log_sink(int level, line)`; an empty one gives the default (stderr).
+inline Logger::Sink sink_from_options(const std::function<void(int, std::string_view)>& log_sink) {
+  if (!log_sink) return {};
+  return [log_sink](LogLevel level, std::string_view line) { log_sink(static_cast<int>(level), line); };
+}
+
 }  // namespace cntkio::core

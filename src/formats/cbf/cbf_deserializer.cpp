@@ -16,13 +16,7 @@ namespace {
 class CbfDeserializer final : public Deserializer {
  public:
   explicit CbfDeserializer(const CbfOptions& options)
-      : options_(options),
-        logger_(options.trace_level,
-                options.log_sink ? core::Logger::Sink([sink = options.log_sink](core::LogLevel level,
-                                                                                std::string_view line) {
-                  sink(static_cast<int>(level), line);
-                })
-                                 : core::Logger::Sink()) {
+      : options_(options), logger_(options.trace_level, core::sink_from_options(options.log_sink)) {
     if (options_.file.empty()) throw ConfigError("The CBF deserializer needs a 'file'.", "file");
     mapping_ = std::make_shared<core::MappedFile>(options_.file);
     header_ = cbf::parse_header(options_.file, mapping_->view());

@@ -51,12 +51,7 @@ class CtfDeserializer final : public Deserializer {
   explicit CtfDeserializer(const CtfOptions& options)
       : options_(options),
         file_(checked_path(options.file)),
-        logger_(options.trace_level,
-                options.log_sink ? core::Logger::Sink([sink = options.log_sink](core::LogLevel level,
-                                                                                std::string_view line) {
-                  sink(static_cast<int>(level), line);
-                })
-                                 : core::Logger::Sink()),
+        logger_(options.trace_level, core::sink_from_options(options.log_sink)),
         budget_(options.max_errors) {
     validate_and_build_streams();
     const std::string alias = main_alias(options_);

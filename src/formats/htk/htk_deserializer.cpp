@@ -117,13 +117,7 @@ void augment(const float* frames, uint32_t length, size_t file_dim, size_t left,
 class HtkFeatureDeserializer final : public Deserializer {
  public:
   explicit HtkFeatureDeserializer(const HtkFeatureOptions& options)
-      : options_(options),
-        logger_(options.trace_level,
-                options.log_sink ? core::Logger::Sink([sink = options.log_sink](core::LogLevel level,
-                                                                                std::string_view line) {
-                  sink(static_cast<int>(level), line);
-                })
-                                 : core::Logger::Sink()) {
+      : options_(options), logger_(options.trace_level, core::sink_from_options(options.log_sink)) {
     if (!options_.keys) options_.keys = std::make_shared<KeyTable>(KeyMode::kString);
     if (options_.name.empty()) throw ConfigError("An HTK feature stream needs a name.", "input");
     if (options_.scp_file.empty()) {

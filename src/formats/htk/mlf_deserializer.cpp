@@ -99,13 +99,7 @@ class MlfChunk final : public Chunk {
 class MlfDeserializer final : public Deserializer {
  public:
   explicit MlfDeserializer(const MlfOptions& options)
-      : options_(options),
-        logger_(options.trace_level,
-                options.log_sink ? core::Logger::Sink([sink = options.log_sink](core::LogLevel level,
-                                                                                std::string_view line) {
-                  sink(static_cast<int>(level), line);
-                })
-                                 : core::Logger::Sink()) {
+      : options_(options), logger_(options.trace_level, core::sink_from_options(options.log_sink)) {
     if (!options_.keys) options_.keys = std::make_shared<KeyTable>(KeyMode::kString);
     if (options_.name.empty()) throw ConfigError("An MLF label stream needs a name.", "input");
     if (options_.label_dim == 0) {
