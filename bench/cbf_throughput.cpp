@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "cntkio/cbf.hpp"
 #include "cntkio/convert.hpp"
 #include "cntkio/ctf.hpp"
@@ -35,30 +36,11 @@
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-struct Seconds {
-  double wall = 0;
-  double cpu = 0;
-};
-
-double thread_cpu_now() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-class Stopwatch {
- public:
-  Stopwatch() : wall_(Clock::now()), cpu_(thread_cpu_now()) {}
-  Seconds elapsed() const {
-    return Seconds{std::chrono::duration<double>(Clock::now() - wall_).count(), thread_cpu_now() - cpu_};
-  }
-
- private:
-  Clock::time_point wall_;
-  double cpu_;
-};
+using bench::make_temp_dir;
+using bench::median;
+using bench::Seconds;
+using bench::Stopwatch;
+using bench::sum_floats;
 
 struct Args {
   double scale = 1.0;
@@ -128,16 +110,6 @@ struct Checks {
   uint64_t count_sum = 0;  // sum of the sparse per-sample nnz counts (= number of sparse values)
   double value_sum = 0;
 };
-
-double sum_floats(const float* v, size_t n) {
-  double acc[8] = {};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) acc[k] += v[i + k];
-  }
-  for (; i < n; ++i) acc[0] += v[i];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
 
 uint64_t sum_u32(const uint32_t* v, size_t n) {
   uint64_t acc[4] = {};
@@ -217,12 +189,6 @@ uint64_t cat_file(const std::string& path, std::vector<char>& buffer) {
   }
   ::close(fd);
   return total;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct Result {
@@ -372,12 +338,6 @@ void print_json(const std::vector<Result>& results, int reps) {
         r.cbf_mbs, r.cat_mbs, r.ratio, r.cbf_cpu_mbs, r.cat_cpu_mbs, r.cpu_ratio, kTarget,
         r.ratio >= kTarget ? "true" : "false", r.checks_ok ? "true" : "false");
   }
-}
-
-fs::path make_temp_dir() {
-  std::string pattern = (fs::temp_directory_path() / "cntkio_bench_XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory");
-  return pattern;
 }
 
 }  // namespace

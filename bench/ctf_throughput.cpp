@@ -41,41 +41,18 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "cntkio/ctf.hpp"
 #include "ctf_datasets.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-// Elapsed wall-clock and thread CPU time. The CPU time leaves out the time this thread waited for a core,
-// which matters on a shared machine; both include the kernel's work for the thread (page faults, munmap).
-struct Seconds {
-  double wall = 0;
-  double cpu = 0;
-};
-
-double cpu_now(clockid_t clock) {
-  timespec ts{};
-  ::clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// CPU time of the calling thread, or of the whole process where other threads work too (parse_threads).
-class Stopwatch {
- public:
-  explicit Stopwatch(clockid_t clock = CLOCK_THREAD_CPUTIME_ID)
-      : clock_(clock), wall_(Clock::now()), cpu_(cpu_now(clock)) {}
-  Seconds elapsed() const {
-    return Seconds{std::chrono::duration<double>(Clock::now() - wall_).count(), cpu_now(clock_) - cpu_};
-  }
-
- private:
-  clockid_t clock_;
-  Clock::time_point wall_;
-  double cpu_;
-};
+using bench::make_temp_dir;
+using bench::median;
+using bench::Seconds;
+using bench::Stopwatch;
+using bench::sum_floats;
 
 // ----------------------------------------------------------------------------------------------------
 // Command line
@@ -207,16 +184,6 @@ struct Checks {
 };
 
 // Sum of n floats with independent accumulators, so the check costs little next to the parse.
-double sum_floats(const float* v, size_t n) {
-  double acc[8] = {};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) acc[k] += v[i + k];
-  }
-  for (; i < n; ++i) acc[0] += v[i];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
 uint64_t sum_indices(const int32_t* v, size_t n) {
   uint64_t acc[4] = {};
   size_t i = 0;
@@ -390,12 +357,6 @@ void warm_up(const std::string& path) {
   ::close(fd);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 struct Result {
   std::string name;
   uint64_t bytes = 0;
@@ -551,12 +512,6 @@ void print_json(const std::vector<Result>& results, int reps) {
         r.mt_cpu_s, r.mt_speedup, r.target, r.ratio >= r.target ? "true" : "false",
         r.checks_ok ? "true" : "false");
   }
-}
-
-fs::path make_temp_dir() {
-  std::string pattern = (fs::temp_directory_path() / "cntkio_bench_XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory");
-  return pattern;
 }
 
 }  // namespace

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "cntkio/config.hpp"
 #include "cntkio/htk.hpp"
 #include "cntkio/minibatch_source.hpp"
@@ -44,34 +45,16 @@
 namespace {
 
 namespace fs = std::filesystem;
+using bench::Seconds;
+// Process CPU time: the reader's loader threads work too.
+struct Stopwatch : bench::Stopwatch {
+  Stopwatch() : bench::Stopwatch(CLOCK_PROCESS_CPUTIME_ID) {}
+};
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kDim = 39;
 constexpr size_t kStates = 2000;
 constexpr size_t kArchiveBytes = 128ull << 20;
-
-struct Seconds {
-  double wall = 0;
-  double cpu = 0;  // process CPU time (all threads)
-};
-
-double process_cpu_now() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-class Stopwatch {
- public:
-  Stopwatch() : wall_(Clock::now()), cpu_(process_cpu_now()) {}
-  Seconds elapsed() const {
-    return Seconds{std::chrono::duration<double>(Clock::now() - wall_).count(), process_cpu_now() - cpu_};
-  }
-
- private:
-  Clock::time_point wall_;
-  double cpu_;
-};
 
 struct Args {
   double scale = 1.0;
