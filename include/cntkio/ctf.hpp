@@ -70,7 +70,10 @@ struct CtfIndexSummary {
   uint64_t file_size = 0;          ///< bytes of the data file
   bool line_mode = false;          ///< one sequence per line
   bool loaded_from_cache = false;  ///< index came from the cache file
-  std::string cache_file;          ///< cache path (when cacheIndex is on)
+  /// The cache's chunk table was used: a chunk's sequence records are read from the cache when it is first
+  /// used (a cache cntkio wrote with the same chunkSizeInBytes for a data file of the same size).
+  bool lazy_sequence_records = false;
+  std::string cache_file;  ///< cache path (when cacheIndex is on)
 };
 /// Summary of `deserializer`, which must come from make_ctf_deserializer.
 CtfIndexSummary ctf_index_summary(const Deserializer& deserializer);

@@ -356,11 +356,13 @@ TEST(CtfIndexCache, SecondOpenOfLargeFileUsesCacheWithIdenticalData) {
   EXPECT_FALSE(s1.loaded_from_cache);
   EXPECT_EQ(s1.cache_file, path + "._.0.0.0.v1.cache");
   ASSERT_TRUE(fs::exists(s1.cache_file));
-  EXPECT_EQ(fs::file_size(s1.cache_file), 32 + 32 * s1.sequences);
+  // CNTK's prefix and records, then cntkio's chunk table (32 bytes a chunk) and its 48-byte footer.
+  EXPECT_EQ(fs::file_size(s1.cache_file), 32 + 32 * s1.sequences + 32 * s1.chunks + 48);
 
   auto second = make_ctf_deserializer(o);
   CtfIndexSummary s2 = ctf_index_summary(*second);
   EXPECT_TRUE(s2.loaded_from_cache);
+  EXPECT_TRUE(s2.lazy_sequence_records);
   EXPECT_EQ(s2.sequences, s1.sequences);
   EXPECT_EQ(s2.samples, s1.samples);
   ASSERT_EQ(second->chunk_infos().size(), first->chunk_infos().size());
@@ -414,6 +416,110 @@ TEST(CtfIndexCache, OnlyLocalRankZeroWritesTheCache) {
   EXPECT_TRUE(fs::exists(cache));
   for (const auto& entry : fs::directory_iterator(dir.path())) {
     EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+  }
+}
+
+namespace {
+
+// Every sequence of every chunk (key, samples) and the first value of each chunk's last sequence.
+std::vector<std::pair<uint64_t, uint32_t>> all_sequences(const Deserializer& d) {
+  std::vector<std::pair<uint64_t, uint32_t>> out;
+  for (const ChunkInfo& c : d.chunk_infos()) {
+    std::vector<SequenceInfo> infos;
+    d.sequence_infos_for_chunk(c.id, infos);
+    EXPECT_EQ(infos.size(), c.number_of_sequences);
+    for (const SequenceInfo& s : infos) out.emplace_back(s.key.sequence, s.number_of_samples);
+  }
+  return out;
+}
+
+std::string numbered_rows(size_t sequences) {
+  std::string text;
+  for (size_t s = 0; s < sequences; ++s) {
+    for (size_t r = 0; r <= s % 3; ++r)
+      text += std::to_string(s) + " |x " + std::to_string(s * 10 + r) + "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+// The cache CNTK reads (prefix and records) is all an open needs; cntkio's chunk table after it only saves
+// work: without it, or made for another chunkSizeInBytes or another data file size, every record is read
+// and the chunks are formed again, with the same result as indexing the file.
+TEST(CtfIndexCache, CacheWithoutAMatchingChunkTableIsReadInFull) {
+  TempDir dir;
+  const std::string f = dir.write("a.ctf", numbered_rows(300));
+  CtfOptions o = options_for(f, {dense("x", 1)});
+  o.chunk_size_in_bytes = 500;
+  auto cold = make_ctf_deserializer(o);  // no cache
+  const auto expected = all_sequences(*cold);
+  const size_t expected_chunks = cold->chunk_infos().size();
+  ASSERT_GT(expected_chunks, 3u);
+
+  o.cache_index = true;
+  auto writer = make_ctf_deserializer(o);
+  const std::string cache = ctf_index_summary(*writer).cache_file;
+  const uint64_t records_end = 32 + 32 * expected.size();
+  ASSERT_GT(fs::file_size(cache), records_end);
+
+  auto lazy = make_ctf_deserializer(o);
+  EXPECT_TRUE(ctf_index_summary(*lazy).lazy_sequence_records);
+  EXPECT_EQ(all_sequences(*lazy), expected);
+  ASSERT_TRUE(lazy->sequence_info_by_key(SequenceKey{123, 0}).has_value());
+  EXPECT_EQ(lazy->sequence_info_by_key(SequenceKey{123, 0})->number_of_samples, 1u);
+
+  // Another chunk size: the chunk table does not apply.
+  CtfOptions other = o;
+  other.chunk_size_in_bytes = 700;
+  other.cache_index = false;
+  const auto expected_other = all_sequences(*make_ctf_deserializer(other));
+  other.cache_index = true;
+  auto full = make_ctf_deserializer(other);
+  EXPECT_TRUE(ctf_index_summary(*full).loaded_from_cache);
+  EXPECT_FALSE(ctf_index_summary(*full).lazy_sequence_records);
+  EXPECT_EQ(all_sequences(*full), expected_other);
+
+  // The cache as CNTK writes it (no chunk table).
+  fs::resize_file(cache, records_end);
+  auto cntk_layout = make_ctf_deserializer(o);
+  EXPECT_TRUE(ctf_index_summary(*cntk_layout).loaded_from_cache);
+  EXPECT_FALSE(ctf_index_summary(*cntk_layout).lazy_sequence_records);
+  EXPECT_EQ(all_sequences(*cntk_layout), expected);
+  EXPECT_EQ(cntk_layout->chunk_infos().size(), expected_chunks);
+}
+
+// A record that no longer matches the chunk table it was written with (a damaged cache) stops the read with
+// an error naming the cache, instead of reading the wrong bytes of the data file.
+TEST(CtfIndexCache, DamagedRecordBehindAValidChunkTableIsAnErrorNamingTheCache) {
+  TempDir dir;
+  const std::string f = dir.write("a.ctf", numbered_rows(300));
+  CtfOptions o = options_for(f, {dense("x", 1)});
+  o.chunk_size_in_bytes = 500;
+  o.cache_index = true;
+  const std::string cache = ctf_index_summary(*make_ctf_deserializer(o)).cache_file;
+  {
+    // Sequence 2's offset (record 2, bytes 16..23) moved one byte on: still inside the data file.
+    std::fstream io(cache, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(32 + 2 * 32 + 16);
+    uint64_t offset = 0;
+    io.read(reinterpret_cast<char*>(&offset), 8);
+    ++offset;
+    io.seekp(32 + 2 * 32 + 16);
+    io.write(reinterpret_cast<const char*>(&offset), 8);
+  }
+  auto d = make_ctf_deserializer(o);
+  EXPECT_TRUE(ctf_index_summary(*d).lazy_sequence_records);
+  std::vector<SequenceInfo> infos;
+  d->sequence_infos_for_chunk(1, infos);  // another chunk reads fine
+  EXPECT_FALSE(infos.empty());
+  try {
+    d->load_chunk(0);
+    FAIL() << "expected a FormatError";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.location().file, cache);
+    EXPECT_NE(std::string(e.what()).find("chunk 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Delete the cache file"), std::string::npos) << e.what();
   }
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
@@ -59,25 +60,23 @@ class CtfDeserializer final : public Deserializer {
     const bool string_keys = options_.keys && options_.keys->mode() == KeyMode::kString;
     if (options_.cache_index && !string_keys) {
       summary_.cache_file = ctf_cache_file_name(options_);
-      int64_t cache_time = core::file_mtime(summary_.cache_file);
-      if (cache_time >= 0 && cache_time >= file_.mtime() && !file_.view().empty() &&
-          ctf::load_index_cache(summary_.cache_file, file_.size(), index_)) {
-        summary_.loaded_from_cache = true;
-        index_.line_mode =
-            options_.skip_sequence_ids || (first_byte < file_.size() && file_.data()[first_byte] == '|');
-      }
+      open_cache(first_byte);
     }
     if (!summary_.loaded_from_cache) {
       index_ = ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias,
                                 options_.keys.get());
+      ctf::form_chunks(index_, options_.chunk_size_in_bytes, file_.size());
       // Ids of a string-key corpus depend on the order files are read in, so only numeric or hashed ids are
       // cached.
       const bool cacheable = !options_.keys || options_.keys->mode() != KeyMode::kString;
       if (options_.cache_index && cacheable && is_cache_writer())
-        ctf::write_index_cache(summary_.cache_file, index_);
+        ctf::write_index_cache(summary_.cache_file, index_, options_.chunk_size_in_bytes, file_.size());
     }
-    ctf::form_chunks(index_, options_.chunk_size_in_bytes, file_.size());
-    if (index_.sequences.empty()) {
+    for (const auto& c : index_.chunks) {
+      summary_.sequences += c.num_sequences;
+      summary_.samples += c.samples;
+    }
+    if (summary_.sequences == 0) {
       SourceLocation where;
       where.file = options_.file;
       throw FormatError(
@@ -85,9 +84,7 @@ class CtfDeserializer final : public Deserializer {
               (alias.empty() ? std::string(".") : " with the input '" + alias + "' (definesMBSize)."),
           where);
     }
-    summary_.sequences = index_.sequences.size();
     summary_.chunks = index_.chunks.size();
-    for (const auto& c : index_.chunks) summary_.samples += c.samples;
     summary_.file_size = file_.size();
     summary_.line_mode = index_.line_mode;
     if (options_.keep_data_in_memory) kept_chunks_.resize(index_.chunks.size());
@@ -117,9 +114,9 @@ class CtfDeserializer final : public Deserializer {
   }
 
   void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
-    const ctf::IndexedChunk& chunk = checked_chunk(chunk_id);
-    for (uint64_t i = 0; i < chunk.num_sequences; ++i) {
-      const ctf::IndexedSequence& s = index_.sequences[chunk.first_sequence + i];
+    const std::span<const ctf::IndexedSequence> sequences = chunk_sequences(chunk_id);
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      const ctf::IndexedSequence& s = sequences[i];
       out.push_back(SequenceInfo{static_cast<uint32_t>(i), s.samples, chunk_id, SequenceKey{s.key, 0}});
     }
   }
@@ -129,17 +126,16 @@ class CtfDeserializer final : public Deserializer {
     auto it = std::lower_bound(key_table_.begin(), key_table_.end(), key.sequence,
                                [](const KeyEntry& e, uint64_t k) { return e.key < k; });
     if (it == key_table_.end() || it->key != key.sequence) return std::nullopt;
-    const ctf::IndexedSequence& s = index_.sequences[it->sequence];
-    return SequenceInfo{it->index_in_chunk, s.samples, it->chunk, SequenceKey{s.key, 0}};
+    return SequenceInfo{it->index_in_chunk, it->samples, it->chunk, SequenceKey{it->key, 0}};
   }
 
   ChunkPtr load_chunk(uint32_t chunk_id) override {
-    const ctf::IndexedChunk& chunk = checked_chunk(chunk_id);
+    const std::span<const ctf::IndexedSequence> sequences = chunk_sequences(chunk_id);
     if (options_.keep_data_in_memory) {
       std::lock_guard<std::mutex> lock(kept_mutex_);
       if (kept_chunks_[chunk_id]) return kept_chunks_[chunk_id];
     }
-    ChunkPtr loaded = ctf::parse_chunk(context_, index_, chunk.first_sequence, chunk.num_sequences);
+    ChunkPtr loaded = ctf::parse_chunk(context_, sequences);
     if (options_.keep_data_in_memory) {
       std::lock_guard<std::mutex> lock(kept_mutex_);
       if (!kept_chunks_[chunk_id]) kept_chunks_[chunk_id] = loaded;
@@ -161,10 +157,59 @@ class CtfDeserializer final : public Deserializer {
  private:
   struct KeyEntry {
     uint64_t key;
-    uint64_t sequence;
+    uint32_t samples;
     uint32_t chunk;
     uint32_t index_in_chunk;
   };
+
+  // Reads the index from the cache, if there is one that is not older than the data file: only its chunk
+  // table when it has one for this chunk size (records are then read per chunk, on first use), else every
+  // record (a cache CNTK wrote, or one made with another chunkSizeInBytes).
+  void open_cache(size_t first_byte) {
+    const int64_t cache_time = core::file_mtime(summary_.cache_file);
+    if (cache_time < 0 || cache_time < file_.mtime() || file_.view().empty()) return;
+    try {
+      cache_ = std::make_unique<core::MappedFile>(summary_.cache_file);
+    } catch (const IoError&) {
+      return;  // unreadable: index the file as if there were no cache
+    }
+    if (ctf::load_cache_chunk_table(cache_->view(), file_.size(), options_.chunk_size_in_bytes, index_)) {
+      lazy_records_.resize(index_.chunks.size());
+      lazy_once_ = std::make_unique<std::once_flag[]>(index_.chunks.size());
+      summary_.lazy_sequence_records = true;
+    } else if (ctf::load_index_cache(cache_->view(), file_.size(), index_)) {
+      ctf::form_chunks(index_, options_.chunk_size_in_bytes, file_.size());
+      cache_.reset();
+    } else {
+      cache_.reset();
+      return;
+    }
+    summary_.loaded_from_cache = true;
+    index_.line_mode =
+        options_.skip_sequence_ids || (first_byte < file_.size() && file_.data()[first_byte] == '|');
+  }
+
+  // The index records of a chunk's sequences; from the cache on the chunk's first use when it is read lazily.
+  std::span<const ctf::IndexedSequence> chunk_sequences(uint32_t chunk_id) const {
+    const ctf::IndexedChunk& chunk = checked_chunk(chunk_id);
+    if (!cache_) return {index_.sequences.data() + chunk.first_sequence, chunk.num_sequences};
+    std::call_once(lazy_once_[chunk_id], [&] {
+      std::vector<ctf::IndexedSequence> records = ctf::read_cached_chunk(cache_->view(), file_.size(), chunk);
+      if (records.empty()) {
+        // The chunk table was checked at open; records that disagree with it mean the cache was damaged or
+        // written over since. Its chunking may already be in use, so stop rather than re-index and differ.
+        SourceLocation where;
+        where.file = summary_.cache_file;
+        throw FormatError(
+            "The index cache of '" + options_.file + "' is damaged: the records of chunk " +
+                std::to_string(chunk_id) +
+                " do not match its chunk table. Delete the cache file; the next run rebuilds it.",
+            where);
+      }
+      lazy_records_[chunk_id] = std::move(records);
+    });
+    return lazy_records_[chunk_id];
+  }
 
   const ctf::IndexedChunk& checked_chunk(uint32_t chunk_id) const {
     if (chunk_id >= index_.chunks.size()) {
@@ -184,12 +229,11 @@ class CtfDeserializer final : public Deserializer {
   }
 
   void build_key_table() const {
-    key_table_.reserve(index_.sequences.size());
+    key_table_.reserve(summary_.sequences);
     for (uint32_t c = 0; c < index_.chunks.size(); ++c) {
-      const ctf::IndexedChunk& chunk = index_.chunks[c];
-      for (uint64_t i = 0; i < chunk.num_sequences; ++i) {
-        uint64_t seq = chunk.first_sequence + i;
-        key_table_.push_back(KeyEntry{index_.sequences[seq].key, seq, c, static_cast<uint32_t>(i)});
+      const std::span<const ctf::IndexedSequence> sequences = chunk_sequences(c);
+      for (size_t i = 0; i < sequences.size(); ++i) {
+        key_table_.push_back(KeyEntry{sequences[i].key, sequences[i].samples, c, static_cast<uint32_t>(i)});
       }
     }
     std::stable_sort(key_table_.begin(), key_table_.end(),
@@ -243,6 +287,11 @@ class CtfDeserializer final : public Deserializer {
   std::atomic<bool> had_warnings_{false};
   std::vector<StreamInfo> streams_;
   ctf::CtfIndex index_;
+  // With a cache's chunk table: the mapped cache, and each chunk's records once read (index_.sequences
+  // stays empty).
+  std::unique_ptr<core::MappedFile> cache_;
+  mutable std::vector<std::vector<ctf::IndexedSequence>> lazy_records_;
+  mutable std::unique_ptr<std::once_flag[]> lazy_once_;
   CtfIndexSummary summary_;
   ctf::ParseContext context_;
   std::unique_ptr<core::ThreadPool> pool_;  // helpers of one chunk's parse (parse_threads - 1), or null

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <string>
 
@@ -17,6 +18,11 @@ constexpr uint64_t kCacheMagic = 0x636e746b5f696478ull;  // "xdi_ktnc" on disk
 constexpr uint64_t kCacheVersion = 1;
 constexpr size_t kCacheHeaderBytes = 32;
 constexpr size_t kCacheRecordBytes = 32;
+// cntkio's chunk table after CNTK's records: one 32-byte entry per chunk, then a 48-byte footer.
+constexpr uint64_t kChunkTableMagic = 0x6b6e756863667463ull;  // "ctfchunk" on disk
+constexpr uint64_t kChunkTableVersion = 1;
+constexpr size_t kChunkEntryBytes = 32;
+constexpr size_t kChunkFooterBytes = 48;
 
 bool is_c_space(unsigned char c) {
   return c == ' ' || (c >= '\t' && c <= '\r');
@@ -196,9 +202,6 @@ class Indexer {
 void put_u64(unsigned char* p, uint64_t v) {
   std::memcpy(p, &v, 8);
 }
-void put_u32(unsigned char* p, uint32_t v) {
-  std::memcpy(p, &v, 4);
-}
 uint64_t get_u64(const unsigned char* p) {
   uint64_t v;
   std::memcpy(&v, p, 8);
@@ -236,73 +239,159 @@ void form_chunks(CtfIndex& index, uint64_t chunk_size_in_bytes, uint64_t file_si
   }
 }
 
-bool load_index_cache(const std::string& cache_path, uint64_t file_size, CtfIndex& index) {
-  std::FILE* f = std::fopen(cache_path.c_str(), "rb");
-  if (f == nullptr) return false;
-  unsigned char header[kCacheHeaderBytes];
-  bool ok = std::fread(header, 1, sizeof header, f) == sizeof header && get_u64(header) == kCacheMagic;
-  uint64_t count = ok ? get_u64(header + 16) : 0;
-  uint64_t first = ok ? get_u64(header + 24) : 0;
-  // A record describes at least one byte of the data file, so more records than bytes means corruption.
-  if (ok && (count > file_size || first < kCacheHeaderBytes)) ok = false;
-  if (ok && std::fseek(f, static_cast<long>(first), SEEK_SET) != 0) ok = false;
-  std::vector<IndexedSequence> sequences;
-  if (ok) {
-    sequences.resize(count);
-    std::vector<unsigned char> buffer(kCacheRecordBytes * 4096);
-    for (uint64_t done = 0; ok && done < count;) {
-      uint64_t batch = std::min<uint64_t>(4096, count - done);
-      if (std::fread(buffer.data(), kCacheRecordBytes, batch, f) != batch) {
-        ok = false;
-        break;
-      }
-      for (uint64_t i = 0; i < batch; ++i) {
-        const unsigned char* r = buffer.data() + i * kCacheRecordBytes;
-        IndexedSequence& s = sequences[done + i];
-        s.key = get_u64(r);
-        s.samples = get_u32(r + 8);
-        s.offset = get_u64(r + 16);
-        s.size = get_u32(r + 24);
-        // Reject records that point outside the data file instead of reading out of bounds later.
-        if (s.samples == 0 || s.size == 0 || s.offset > file_size || s.size > file_size - s.offset)
-          ok = false;
-      }
-      done += batch;
-    }
+uint64_t chunk_records_hash(std::span<const IndexedSequence> sequences) {
+  // Each field is folded in with a multiply and a rotate, so a changed, swapped or moved field changes the
+  // hash; not cryptographic, it guards against a corrupt or mismatched cache, not an adversary.
+  uint64_t h = 0x243F6A8885A308D3ull ^ sequences.size();
+  auto fold = [&h](uint64_t v) {
+    h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+    h = (h << 31) | (h >> 33);
+  };
+  for (const IndexedSequence& s : sequences) {
+    fold(s.key);
+    fold(s.offset);
+    fold(static_cast<uint64_t>(s.samples) | static_cast<uint64_t>(s.size) << 32);
   }
-  std::fclose(f);
-  if (!ok) return false;
+  return h ^ (h >> 29);
+}
+
+namespace {
+
+// One record of CNTK's layout (spec ctf.md §5); false if it cannot describe a sequence of the data file.
+bool decode_record(const unsigned char* r, uint64_t file_size, IndexedSequence& s) {
+  s.key = get_u64(r);
+  s.samples = get_u32(r + 8);
+  s.offset = get_u64(r + 16);
+  s.size = get_u32(r + 24);
+  // Reject records that point outside the data file instead of reading out of bounds later.
+  return s.samples != 0 && s.size != 0 && s.offset <= file_size && s.size <= file_size - s.offset;
+}
+
+// The 32-byte prefix: number of records, or false if it is not a cache of CNTK's layout or claims more
+// records than the data file has bytes (a record describes at least one byte).
+bool read_cache_prefix(std::string_view cache, uint64_t file_size, uint64_t& count, uint64_t& first) {
+  if (cache.size() < kCacheHeaderBytes) return false;
+  const auto* header = reinterpret_cast<const unsigned char*>(cache.data());
+  if (get_u64(header) != kCacheMagic) return false;
+  count = get_u64(header + 16);
+  first = get_u64(header + 24);
+  return count <= file_size && first >= kCacheHeaderBytes && first <= cache.size();
+}
+
+}  // namespace
+
+bool load_index_cache(std::string_view cache, uint64_t file_size, CtfIndex& index) {
+  uint64_t count = 0;
+  uint64_t first = 0;
+  if (!read_cache_prefix(cache, file_size, count, first)) return false;
+  if ((cache.size() - first) / kCacheRecordBytes < count) return false;  // short: CNTK re-indexes too
+  std::vector<IndexedSequence> sequences(count);
+  const auto* records = reinterpret_cast<const unsigned char*>(cache.data()) + first;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (!decode_record(records + i * kCacheRecordBytes, file_size, sequences[i])) return false;
+  }
   index.sequences = std::move(sequences);
   return true;
 }
 
-bool write_index_cache(const std::string& cache_path, const CtfIndex& index) {
+bool load_cache_chunk_table(std::string_view cache, uint64_t file_size, uint64_t chunk_size_in_bytes,
+                            CtfIndex& index) {
+  uint64_t count = 0;
+  uint64_t first = 0;
+  if (!read_cache_prefix(cache, file_size, count, first) || first != kCacheHeaderBytes) return false;
+  const uint64_t records_end =
+      kCacheHeaderBytes + count * kCacheRecordBytes;  // count <= file size: no overflow
+  if (cache.size() < records_end + kChunkFooterBytes) return false;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(cache.data());
+  const unsigned char* footer = bytes + cache.size() - kChunkFooterBytes;
+  const uint64_t num_chunks = get_u64(footer + 32);
+  if (get_u64(footer) != kChunkTableMagic || get_u64(footer + 8) != kChunkTableVersion ||
+      get_u64(footer + 16) != chunk_size_in_bytes || get_u64(footer + 24) != file_size ||
+      get_u64(footer + 40) != records_end || num_chunks > count ||
+      cache.size() != records_end + num_chunks * kChunkEntryBytes + kChunkFooterBytes) {
+    return false;
+  }
+  std::vector<IndexedChunk> chunks(num_chunks);
+  uint64_t next_sequence = 0;
+  uint64_t total_samples = 0;
+  for (uint64_t c = 0; c < num_chunks; ++c) {
+    const unsigned char* e = bytes + records_end + c * kChunkEntryBytes;
+    IndexedChunk& chunk = chunks[c];
+    chunk.first_sequence = get_u64(e);
+    chunk.num_sequences = get_u64(e + 8);
+    chunk.samples = get_u64(e + 16);
+    chunk.records_hash = get_u64(e + 24);
+    // Chunks cover the records in order, each with at least one sequence of at least one sample (a row of at
+    // least one byte).
+    if (chunk.first_sequence != next_sequence || chunk.num_sequences == 0 ||
+        chunk.num_sequences > count - next_sequence || chunk.samples < chunk.num_sequences ||
+        chunk.samples > file_size - total_samples) {
+      return false;
+    }
+    next_sequence += chunk.num_sequences;
+    total_samples += chunk.samples;
+  }
+  if (next_sequence != count) return false;
+  index.sequences.clear();
+  index.chunks = std::move(chunks);
+  return true;
+}
+
+std::vector<IndexedSequence> read_cached_chunk(std::string_view cache, uint64_t file_size,
+                                               const IndexedChunk& chunk) {
+  // load_cache_chunk_table checked that the chunk's records lie inside the cache.
+  std::vector<IndexedSequence> sequences(chunk.num_sequences);
+  const auto* records = reinterpret_cast<const unsigned char*>(cache.data()) + kCacheHeaderBytes +
+                        chunk.first_sequence * kCacheRecordBytes;
+  uint64_t samples = 0;
+  for (uint64_t i = 0; i < chunk.num_sequences; ++i) {
+    if (!decode_record(records + i * kCacheRecordBytes, file_size, sequences[i])) return {};
+    samples += sequences[i].samples;
+  }
+  if (samples != chunk.samples || chunk_records_hash(sequences) != chunk.records_hash) return {};
+  return sequences;
+}
+
+bool write_index_cache(const std::string& cache_path, const CtfIndex& index, uint64_t chunk_size_in_bytes,
+                       uint64_t file_size) {
   // A name of its own per process: two writers (jobs on a shared file system) never mix their bytes, and
   // the rename makes the finished cache appear at once.
   std::string temp = cache_path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(temp.c_str(), "wb");
   if (f == nullptr) return false;
-  unsigned char header[kCacheHeaderBytes];
-  put_u64(header, kCacheMagic);
-  put_u64(header + 8, kCacheVersion);
-  put_u64(header + 16, index.sequences.size());
-  put_u64(header + 24, kCacheHeaderBytes);
-  bool ok = std::fwrite(header, 1, sizeof header, f) == sizeof header;
   std::vector<unsigned char> buffer;
   buffer.reserve(kCacheRecordBytes * 4096);
-  for (size_t i = 0; ok && i < index.sequences.size(); ++i) {
-    const IndexedSequence& s = index.sequences[i];
-    unsigned char r[kCacheRecordBytes] = {};
-    put_u64(r, s.key);
-    put_u32(r + 8, s.samples);
-    put_u64(r + 16, s.offset);
-    put_u32(r + 24, s.size);
-    buffer.insert(buffer.end(), r, r + kCacheRecordBytes);
-    if (buffer.size() == buffer.capacity() || i + 1 == index.sequences.size()) {
+  bool ok = true;
+  auto flush = [&](bool force) {
+    if (ok && (force || buffer.size() + kCacheRecordBytes > buffer.capacity())) {
       ok = std::fwrite(buffer.data(), 1, buffer.size(), f) == buffer.size();
       buffer.clear();
     }
+  };
+  auto append = [&](std::initializer_list<uint64_t> words) {
+    for (uint64_t w : words) {
+      unsigned char b[8];
+      put_u64(b, w);
+      buffer.insert(buffer.end(), b, b + 8);
+    }
+    flush(false);
+  };
+  append({kCacheMagic, kCacheVersion, index.sequences.size(), kCacheHeaderBytes});
+  for (const IndexedSequence& s : index.sequences) {
+    // CNTK's record: key, samples (u32 + 4 padding bytes), offset, size (u32 + 4 padding bytes).
+    append({s.key, s.samples, s.offset, s.size});
   }
+  // cntkio's chunk table, after the records CNTK reads, so that an open reads a few bytes per chunk and a
+  // chunk's records only when it is first used.
+  const uint64_t records_end = kCacheHeaderBytes + index.sequences.size() * kCacheRecordBytes;
+  for (const IndexedChunk& c : index.chunks) {
+    const std::span<const IndexedSequence> records(index.sequences.data() + c.first_sequence,
+                                                   c.num_sequences);
+    append({c.first_sequence, c.num_sequences, c.samples, chunk_records_hash(records)});
+  }
+  append({kChunkTableMagic, kChunkTableVersion, chunk_size_in_bytes, file_size, index.chunks.size(),
+          records_end});
+  flush(true);
   ok = (std::fclose(f) == 0) && ok;
   if (ok) ok = std::rename(temp.c_str(), cache_path.c_str()) == 0;
   if (!ok) std::remove(temp.c_str());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@ struct IndexedChunk {
   uint64_t first_sequence = 0;  ///< index into CtfIndex::sequences
   uint64_t num_sequences = 0;
   uint64_t samples = 0;
+  uint64_t records_hash = 0;  ///< chunk_records_hash() of its sequences (set by a cache's chunk table)
 };
 
 struct CtfIndex {
@@ -39,10 +41,26 @@ CtfIndex build_index(std::string_view data, const std::string& file, bool skip_s
 /// Groups the sequences into chunks (spec §4.6) with the given maximum chunk byte span.
 void form_chunks(CtfIndex& index, uint64_t chunk_size_in_bytes, uint64_t file_size);
 
-/// Loads the sequence list from a cache file; false if the file is missing, unreadable or malformed.
-bool load_index_cache(const std::string& cache_path, uint64_t file_size, CtfIndex& index);
+/// Loads the whole sequence list from the bytes of a cache file (CNTK's layout); false if they are malformed.
+bool load_index_cache(std::string_view cache, uint64_t file_size, CtfIndex& index);
 
-/// Writes the sequence list to `cache_path` atomically (temporary file + rename). Returns false on failure.
-bool write_index_cache(const std::string& cache_path, const CtfIndex& index);
+/// Reads only the chunk table that cntkio appends to its caches (after the records CNTK reads), if the cache
+/// has one made for this data file size and `chunk_size_in_bytes`: fills index.chunks (with their
+/// records_hash) and leaves index.sequences empty. False if there is none or it is malformed.
+bool load_cache_chunk_table(std::string_view cache, uint64_t file_size, uint64_t chunk_size_in_bytes,
+                            CtfIndex& index);
+
+/// The sequence records of `chunk` (from the chunk table of the same `cache`), checked against the data file
+/// size, the chunk's sample count and its records_hash. Empty if they do not match.
+std::vector<IndexedSequence> read_cached_chunk(std::string_view cache, uint64_t file_size,
+                                               const IndexedChunk& chunk);
+
+/// A hash of the fields of `sequences` (not of their bytes on disk, whose padding is undefined).
+uint64_t chunk_records_hash(std::span<const IndexedSequence> sequences);
+
+/// Writes the sequence list, and the chunk table formed with `chunk_size_in_bytes` for a data file of
+/// `file_size` bytes, to `cache_path` atomically (temporary file + rename). Returns false on failure.
+bool write_index_cache(const std::string& cache_path, const CtfIndex& index, uint64_t chunk_size_in_bytes,
+                       uint64_t file_size);
 
 }  // namespace cntkio::ctf

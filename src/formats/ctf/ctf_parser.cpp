@@ -687,14 +687,14 @@ class ChunkParser {
 
 // Reserves the storage of one part from its byte size, so that its vectors rarely grow.
 template <typename T>
-void reserve_part(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count,
+void reserve_part(const ParseContext& context, std::span<const IndexedSequence> sequences,
                   std::vector<StreamStorage<T>>& part) {
   // A value takes at least 2 bytes in the file.
   uint64_t bytes = 0;
   uint64_t samples = 0;
-  for (uint64_t i = 0; i < count; ++i) {
-    bytes += index.sequences[first + i].size;
-    samples += index.sequences[first + i].samples;
+  for (const IndexedSequence& s : sequences) {
+    bytes += s.size;
+    samples += s.samples;
   }
   for (size_t s = 0; s < context.streams->size(); ++s) {
     const StreamInfo& stream = (*context.streams)[s];
@@ -709,12 +709,13 @@ void reserve_part(const ParseContext& context, const CtfIndex& index, uint64_t f
 }
 
 // First sequence (relative to the chunk's first) of each of `parts` runs of about equal bytes, and `count`.
-std::vector<uint64_t> split_sequences(const CtfIndex& index, uint64_t first, uint64_t count, uint64_t bytes,
+std::vector<uint64_t> split_sequences(std::span<const IndexedSequence> sequences, uint64_t bytes,
                                       size_t parts) {
+  const uint64_t count = sequences.size();
   std::vector<uint64_t> begins{0};
   uint64_t done = 0;
   for (uint64_t i = 0; i < count && begins.size() < parts; ++i) {
-    done += index.sequences[first + i].size;
+    done += sequences[i].size;
     if (done * parts >= bytes * begins.size() && i + 1 < count) begins.push_back(i + 1);
   }
   begins.push_back(count);
@@ -722,17 +723,17 @@ std::vector<uint64_t> split_sequences(const CtfIndex& index, uint64_t first, uin
 }
 
 template <typename T>
-ChunkPtr parse_sequential(const ParseContext& context, const CtfIndex& index, uint64_t first,
-                          uint64_t count) {
-  auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count, 1);
-  reserve_part(context, index, first, count, chunk->parts_[0]);
+ChunkPtr parse_sequential(const ParseContext& context, std::span<const IndexedSequence> sequences) {
+  auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, sequences.size(), 1);
+  reserve_part(context, sequences, chunk->parts_[0]);
   ChunkParser<T> parser(context, *chunk, 0, false);
-  for (uint64_t i = 0; i < count; ++i) parser.parse_sequence(index.sequences[first + i], i);
+  for (size_t i = 0; i < sequences.size(); ++i) parser.parse_sequence(sequences[i], i);
   return chunk;
 }
 
 template <typename T>
-ChunkPtr parse_chunk_as(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count) {
+ChunkPtr parse_chunk_as(const ParseContext& context, std::span<const IndexedSequence> sequences) {
+  const uint64_t count = sequences.size();
   // Idle threads of the pool this load runs on (the pipeline's chunk loaders), else of the deserializer's.
   // The deserializer's own pool serves its loads alone: all its workers help.
   core::ThreadPool* pool = core::ThreadPool::current();
@@ -745,40 +746,40 @@ ChunkPtr parse_chunk_as(const ParseContext& context, const CtfIndex& index, uint
   if (context.logger->enabled(core::LogLevel::kInfo)) helpers = 0;
   uint64_t bytes = 0;
   if (helpers > 0) {
-    for (uint64_t i = 0; i < count; ++i) bytes += index.sequences[first + i].size;
+    for (const IndexedSequence& s : sequences) bytes += s.size;
   }
   const uint64_t min_part = std::max<uint64_t>(1, context.min_part_bytes);
   const size_t parts = static_cast<size_t>(std::min<uint64_t>({count, (helpers + 1) * 4, bytes / min_part}));
-  if (parts < 2) return parse_sequential<T>(context, index, first, count);
+  if (parts < 2) return parse_sequential<T>(context, sequences);
 
   // Each part is parsed speculatively into its own storage. Where a part would warn or count an error, the
   // chunk is parsed again by this thread alone, which gives every message and error in file order.
-  const std::vector<uint64_t> begins = split_sequences(index, first, count, bytes, parts);
+  const std::vector<uint64_t> begins = split_sequences(sequences, bytes, parts);
   auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count, begins.size() - 1);
   std::vector<char> clean(begins.size() - 1, 0);
   core::run_parts(pool, helpers, begins.size() - 1, [&](size_t k) {
     try {
       const uint64_t b = begins[k];
       const uint64_t n = begins[k + 1] - b;
-      reserve_part(context, index, first + b, n, chunk->parts_[k]);
+      reserve_part(context, sequences.subspan(b, n), chunk->parts_[k]);
       ChunkParser<T> parser(context, *chunk, k, true);
-      for (uint64_t i = b; i < b + n; ++i) parser.parse_sequence(index.sequences[first + i], i);
+      for (uint64_t i = b; i < b + n; ++i) parser.parse_sequence(sequences[i], i);
       clean[k] = 1;
     } catch (...) {
       // NotClean, or anything else the parse by one thread will meet again and report.
     }
   });
   for (char c : clean) {
-    if (!c) return parse_sequential<T>(context, index, first, count);
+    if (!c) return parse_sequential<T>(context, sequences);
   }
   return chunk;
 }
 
 }  // namespace
 
-ChunkPtr parse_chunk(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count) {
-  if (context.element_type == ElementType::kFloat) return parse_chunk_as<float>(context, index, first, count);
-  return parse_chunk_as<double>(context, index, first, count);
+ChunkPtr parse_chunk(const ParseContext& context, std::span<const IndexedSequence> sequences) {
+  if (context.element_type == ElementType::kFloat) return parse_chunk_as<float>(context, sequences);
+  return parse_chunk_as<double>(context, sequences);
 }
 
 }  // namespace cntkio::ctf

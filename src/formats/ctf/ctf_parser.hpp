@@ -59,10 +59,10 @@ struct ParseContext {
   uint64_t min_part_bytes = 1 << 20;
 };
 
-/// Parses sequences [first, first + count) of `index` and returns the loaded chunk. When the calling thread
+/// Parses `sequences` (one chunk's, from the index) and returns the loaded chunk. When the calling thread
 /// is a ThreadPool's worker (or names one with ThreadPool::ScopedCurrent), or `context.pool` is set, and
 /// that pool has idle workers, the sequences are split into runs of about equal bytes that those workers
 /// and the caller parse at once; the chunk delivers the same data as a parse by one thread.
-ChunkPtr parse_chunk(const ParseContext& context, const CtfIndex& index, uint64_t first, uint64_t count);
+ChunkPtr parse_chunk(const ParseContext& context, std::span<const IndexedSequence> sequences);
 
 }  // namespace cntkio::ctf
