@@ -89,7 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     context.budget = &budget;
     context.had_warnings = &had_warnings;
     for (const ctf::IndexedChunk& c : index.chunks) {
-      ChunkPtr chunk = ctf::parse_chunk(context, index, c.first_sequence, c.num_sequences);
+      ChunkPtr chunk =
+          ctf::parse_chunk(context, {index.sequences.data() + c.first_sequence, c.num_sequences});
       for (uint64_t i = 0; i < c.num_sequences; ++i) {
         std::vector<SequenceData> out;
         chunk->get_sequence(static_cast<uint32_t>(i), out);
