@@ -48,6 +48,12 @@ struct CtfOptions {
   size_t parse_threads = 0;
   /// The smallest run of a chunk, in bytes of the file, that is worth a thread of its own.
   uint64_t parse_split_bytes = 512ull << 10;
+  /// Threads that index the file when it is opened: it is split at line boundaries into runs of at least
+  /// index_split_bytes that they scan side by side. 0: the hardware threads, at most 8. The index does not
+  /// depend on it. Files with non-numeric sequence keys are indexed by one thread.
+  size_t index_threads = 0;
+  /// The smallest run of the file, in bytes, that is worth an indexing thread of its own.
+  uint64_t index_split_bytes = 32ull << 20;
   /// Sequence keys shared with the other deserializers of a reader; null = numeric ids.
   KeyTablePtr keys;
   /// Receives warnings and info lines (without newline); default: stderr.

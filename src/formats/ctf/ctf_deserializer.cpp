@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 #include <span>
+#include <thread>
 
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
@@ -63,8 +64,10 @@ class CtfDeserializer final : public Deserializer {
       open_cache(first_byte);
     }
     if (!summary_.loaded_from_cache) {
+      size_t index_threads = options_.index_threads;
+      if (index_threads == 0) index_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
       index_ = ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias,
-                                options_.keys.get());
+                                options_.keys.get(), index_threads, options_.index_split_bytes);
       ctf::form_chunks(index_, options_.chunk_size_in_bytes, file_.size());
       // Ids of a string-key corpus depend on the order files are read in, so only numeric or hashed ids are
       // cached.

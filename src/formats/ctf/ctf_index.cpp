@@ -2,11 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cntkio/errors.hpp"
 #include "core/mapped_file.hpp"
@@ -76,12 +80,19 @@ class Indexer {
           "keys (useNumericSequenceKeys=false): every line needs a key for the composite reader to join on.",
           data_, file_, pos);
     }
+    const size_t parts = symbolic_keys_ != nullptr ? 1 : split_count(n - pos);
+    if (parts > 1 && index_in_parts(pos, parts)) return std::move(index_);
     if (index_.line_mode) {
       index_lines(pos);
     } else {
       index_ids(pos);
     }
     return std::move(index_);
+  }
+
+  void set_threads(size_t threads, uint64_t min_split_bytes) {
+    threads_ = threads;
+    min_split_bytes_ = std::max<uint64_t>(1, min_split_bytes);
   }
 
  private:
@@ -191,11 +202,131 @@ class Indexer {
     if (found) add(current_id, count, sequence_start, n - sequence_start);
   }
 
+  // -- Parallel indexing. The lines from `pos` on are split into runs of about equal bytes, one per thread.
+  // Each run is scanned into segments: a segment starts at the run's first line and at every line whose id
+  // differs from the segment before it in the run. Joined in file order, a segment continues the sequence
+  // before it when it has no id (the run started inside a sequence) or the same id (the sequence crossed the
+  // run boundary), which is the serial rule; a sequence without a line of the main stream is dropped, as
+  // serially. Symbolic keys are numbered in file order and stay serial.
+
+  size_t split_count(uint64_t bytes) const {
+    const size_t threads = std::max<size_t>(1, threads_);
+    return static_cast<size_t>(std::min<uint64_t>(threads, bytes / min_split_bytes_));
+  }
+
+  struct Segment {
+    bool has_id = false;
+    uint64_t id = 0;     // id mode: the id of its first line; line mode: its line number within the run
+    uint64_t count = 0;  // lines with the main stream
+    size_t start = 0;    // offset of its first line; it ends where the next segment starts
+    size_t end = 0;      // line mode only: end of the line
+  };
+
+  struct Run {
+    size_t begin = 0;
+    size_t end = 0;
+    uint64_t lines = 0;  // line mode: lines in the run
+    std::vector<Segment> segments;
+  };
+
+  void scan_ids(Run& run) const {
+    size_t pos = run.begin;
+    Segment current;
+    current.start = pos;
+    current.has_id = try_read_id(pos, current.id);
+    while (pos < run.end) {
+      const size_t end = line_end(pos);
+      if (line_has_main_stream(pos, end)) ++current.count;
+      pos = end;
+      if (pos >= run.end) break;
+      uint64_t id = 0;
+      if (try_read_id(pos, id) && (!current.has_id || id != current.id)) {
+        run.segments.push_back(current);
+        current = Segment{true, id, 0, pos, 0};
+      }
+    }
+    run.segments.push_back(current);
+  }
+
+  void scan_lines(Run& run) const {
+    size_t pos = run.begin;
+    while (pos < run.end) {
+      const size_t end = line_end(pos);
+      if (line_has_main_stream(pos, end)) run.segments.push_back(Segment{true, run.lines, 1, pos, end});
+      ++run.lines;
+      pos = end;
+    }
+  }
+
+  // False if a run met an error: the caller then indexes serially, which reports the first error exactly.
+  bool index_in_parts(size_t pos, size_t parts) {
+    const size_t n = data_.size();
+    std::vector<Run> runs;
+    size_t begin = pos;
+    for (size_t k = 1; k <= parts && begin < n; ++k) {
+      size_t end = n;
+      if (k < parts) {
+        const size_t target = pos + (n - pos) / parts * k;
+        end = target <= begin ? line_end(begin) : line_end(target - 1);
+      }
+      runs.push_back(Run{begin, end, 0, {}});
+      begin = end;
+    }
+    std::vector<std::exception_ptr> failures(runs.size());
+    auto scan = [&](size_t k) {
+      try {
+        if (index_.line_mode) {
+          scan_lines(runs[k]);
+        } else {
+          scan_ids(runs[k]);
+        }
+      } catch (...) {
+        failures[k] = std::current_exception();
+      }
+    };
+    {
+      std::vector<std::thread> helpers;
+      for (size_t k = 1; k < runs.size(); ++k) helpers.emplace_back(scan, k);
+      scan(0);
+      for (std::thread& t : helpers) t.join();
+    }
+    for (const std::exception_ptr& failure : failures) {
+      if (failure) return false;
+    }
+    if (!index_.line_mode && !runs[0].segments[0].has_id) return false;  // serially: "Expected a sequence id"
+    size_t total = 0;
+    for (const Run& run : runs) total += run.segments.size();
+    index_.sequences.reserve(total);
+    if (index_.line_mode) {
+      for (const Run& run : runs) {
+        for (const Segment& s : run.segments) add(line_ + s.id, 1, s.start, s.end - s.start);
+        line_ += run.lines;
+      }
+      return true;
+    }
+    Segment current = runs[0].segments[0];
+    for (size_t r = 0; r < runs.size(); ++r) {
+      for (size_t i = r == 0 ? 1 : 0; i < runs[r].segments.size(); ++i) {
+        const Segment& next = runs[r].segments[i];
+        if (!next.has_id || next.id == current.id) {
+          current.count += next.count;
+          continue;
+        }
+        if (current.count > 0) add(current.id, current.count, current.start, next.start - current.start);
+        current = next;
+      }
+    }
+    if (current.count > 0) add(current.id, current.count, current.start, n - current.start);
+    return true;
+  }
+
   std::string_view data_;
   const std::string& file_;
   std::string pattern_;
   KeyTable* symbolic_keys_;
   uint64_t line_ = 0;
+  size_t threads_ = 1;
+  uint64_t min_split_bytes_ = 32ull << 20;
   CtfIndex index_;
 };
 
@@ -216,8 +347,10 @@ uint32_t get_u32(const unsigned char* p) {
 }  // namespace
 
 CtfIndex build_index(std::string_view data, const std::string& file, bool skip_sequence_ids,
-                     std::string_view main_alias, KeyTable* keys) {
-  return Indexer(data, file, main_alias, keys).run(skip_sequence_ids);
+                     std::string_view main_alias, KeyTable* keys, size_t threads, uint64_t min_split_bytes) {
+  Indexer indexer(data, file, main_alias, keys);
+  indexer.set_threads(threads, min_split_bytes);
+  return indexer.run(skip_sequence_ids);
 }
 
 void form_chunks(CtfIndex& index, uint64_t chunk_size_in_bytes, uint64_t file_size) {

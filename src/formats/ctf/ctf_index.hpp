@@ -35,8 +35,11 @@ struct CtfIndex {
 /// Builds the sequence list of `data` (the whole file). `main_alias` empty = no definesMBSize stream.
 /// `keys` null or numeric: numeric ids; otherwise symbolic ids (text up to the first blank) mapped by `keys`.
 /// Throws FormatError for the fatal conditions of spec §4 (empty file, UTF-16, missing or overflowing id).
+/// With numeric ids or one sequence per line, up to `threads` threads scan runs of at least
+/// `min_split_bytes` each; the index is the same for every number of threads.
 CtfIndex build_index(std::string_view data, const std::string& file, bool skip_sequence_ids,
-                     std::string_view main_alias, KeyTable* keys = nullptr);
+                     std::string_view main_alias, KeyTable* keys = nullptr, size_t threads = 1,
+                     uint64_t min_split_bytes = 32ull << 20);
 
 /// Groups the sequences into chunks (spec §4.6) with the given maximum chunk byte span.
 void form_chunks(CtfIndex& index, uint64_t chunk_size_in_bytes, uint64_t file_size);
