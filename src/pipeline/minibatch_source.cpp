@@ -1,8 +1,12 @@
 #include "cntkio/minibatch_source.hpp"
 
+#include <chrono>
+#include <deque>
+#include <exception>
 #include <future>
 #include <limits>
 #include <optional>
+#include <vector>
 
 #include "cntkio/cbf.hpp"
 #include "cntkio/ctf.hpp"
@@ -258,28 +262,85 @@ class ComposedSource final : public MinibatchSource {
     return r;
   }
 
+  // Minibatches the prefetch thread reads in one go. Handing one minibatch from thread to thread costs two
+  // wake-ups (tens of microseconds in a VM), as much as packing a small minibatch, so the thread reads ahead
+  // until it has read kBatchBytes of minibatch data, worked kBatchTime or read kMaxBatch minibatches, and
+  // stops at the end of the epoch or an error. Large minibatches thus still go one at a time (one ahead, as
+  // CNTK's prefetch), and reading ahead never holds much more memory than that.
+  static constexpr size_t kMaxBatch = 64;
+  static constexpr size_t kBatchBytes = 256 << 10;
+  static constexpr std::chrono::microseconds kBatchTime{2000};
+
+  static size_t data_bytes(const Minibatch& minibatch) {
+    size_t bytes = 0;
+    for (const StreamBatch& s : minibatch.streams) {
+      bytes += s.values.size() + (s.row_indices.size() + s.col_starts.size()) * sizeof(int32_t);
+    }
+    return bytes;
+  }
+
+  struct ReadBatch {
+    std::vector<ReadResult> results;
+    std::exception_ptr failure;  // thrown by the read after the last result
+    bool epoch_end = false;
+  };
+
+  ReadBatch read_batch() {
+    ReadBatch batch;
+    const auto start = std::chrono::steady_clock::now();
+    size_t bytes = 0;
+    try {
+      do {
+        batch.results.push_back(read_one());
+        if (batch.results.back().minibatch.end_of_epoch) {
+          batch.epoch_end = true;
+          break;
+        }
+        bytes += data_bytes(batch.results.back().minibatch);
+      } while (batch.results.size() < kMaxBatch && bytes < kBatchBytes &&
+               std::chrono::steady_clock::now() - start < kBatchTime);
+    } catch (...) {
+      batch.failure = std::current_exception();
+    }
+    return batch;
+  }
+
   ReadResult next_read() {
-    if (pending_.valid()) {
-      std::future<ReadResult> f = std::move(pending_);
-      return f.get();
+    if (ready_.empty() && pending_.valid()) {
+      std::future<ReadBatch> f = std::move(pending_);
+      ReadBatch batch = f.get();
+      for (ReadResult& r : batch.results) ready_.push_back(std::move(r));
+      failure_ = batch.failure;
+      produced_epoch_end_ = batch.epoch_end;
+      schedule();  // the next batch is read while the caller takes these
+    }
+    if (!ready_.empty()) {
+      ReadResult r = std::move(ready_.front());
+      ready_.pop_front();
+      return r;
+    }
+    if (failure_) {
+      std::exception_ptr failure = failure_;
+      failure_ = nullptr;
+      std::rethrow_exception(failure);
     }
     return read_one();
   }
 
-  // Reads the next minibatch on the prefetch thread; the packer and enumerator are only ever used by one
-  // thread at a time (the caller waits for this read before touching them).
+  // Reads the next minibatches on the prefetch thread; the packer and enumerator are only ever used by one
+  // thread at a time (the caller takes a batch before it touches them or schedules the next one).
   void schedule() {
-    if (!prefetch_ || epoch_over_) return;
-    pending_ = prefetch_thread_.submit([this] { return read_one(); });
+    if (!prefetch_ || epoch_over_ || produced_epoch_end_ || failure_ || pending_.valid()) return;
+    pending_ = prefetch_thread_.submit([this] { return read_batch(); });
   }
 
+  // Drops what was read ahead; the caller repositions the enumerator and packer before reading again.
   void discard_pending() {
-    if (!pending_.valid()) return;
-    try {
-      pending_.get();
-    } catch (...) {
-      // The read is discarded anyway; the caller repositions before reading again.
-    }
+    if (pending_.valid()) pending_.wait();
+    pending_ = {};
+    ready_.clear();
+    failure_ = nullptr;
+    produced_epoch_end_ = false;
   }
 
   std::shared_ptr<pipeline::SequenceEnumerator> enumerator_;
@@ -287,7 +348,10 @@ class ComposedSource final : public MinibatchSource {
   size_t truncation_length_;
   bool prefetch_;
   core::ThreadPool prefetch_thread_{1};
-  std::future<ReadResult> pending_;
+  std::future<ReadBatch> pending_;
+  std::deque<ReadResult> ready_;  // read ahead, not yet delivered
+  std::exception_ptr failure_;    // the read after ready_ failed
+  bool produced_epoch_end_ = false;
   EpochConfiguration config_;
   bool configured_ = false;
   bool epoch_over_ = true;
