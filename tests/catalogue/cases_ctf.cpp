@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "catalogue/catalogue.hpp"
 #include "cntkio/ctf.hpp"
@@ -57,6 +59,24 @@ std::string write_sparse(const std::string& dir, const std::string& head, off_t 
 
 constexpr off_t kGiB = off_t{1} << 30;
 
+// Overwrites the 8 bytes at `offset` of a file with `value` (little-endian, as the index cache stores them).
+void patch_u64(const std::string& path, std::streamoff offset, uint64_t value) {
+  std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+  io.seekp(offset);
+  io.write(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+// Three one-line sequences of 7 bytes, one chunk each: the cache has a 32-byte header, 3 records of 32 bytes
+// (ending at 128), 3 chunk entries of 32 bytes (ending at 224) and a 48-byte footer (272 bytes in all).
+CtfCase cached(std::function<void(const std::string&)> damage) {
+  CtfCase c;
+  c.content = "0 |a 1\n1 |a 2\n2 |a 3\n";
+  c.streams = "a:dense:1";
+  c.chunk_bytes = 8;
+  c.damage_cache = std::move(damage);
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> ctf_cases() {
@@ -83,6 +103,29 @@ std::vector<Case> ctf_cases() {
           format_error("Expected a sequence id at the offset 3, none was found.", "data.ctf", 1, 4, 3)));
   add(ctf("ctf_utf8_bom_mid_file_is_blank", text("|a 1\n\xEF\xBB\xBF|a 2\n", "a:dense:1"),
           ok("0 a=[1]; 1 a=[2]")));
+
+  // ---- the index cache: a damaged cache never gives wrong data ----
+  add(ctf(
+      "ctf_index_cache_record_damaged_behind_its_chunk_table",
+      cached([](const std::string& cache) { patch_u64(cache, 32 + 32 + 16, 8); }),  // record 1 offset 7->8
+      format_error("The index cache of 'data.ctf' is damaged: the records of chunk 1 do not match its chunk "
+                   "table. Delete the cache file; the next run rebuilds it.",
+                   "data.ctf._.0.0.0.v1.cache", 0, 0, std::nullopt)));
+  add(ctf("ctf_index_cache_truncated_inside_a_record_is_ignored",
+          cached([](const std::string& cache) { std::filesystem::resize_file(cache, 32 + 32 + 10); }),
+          ok("0 a=[1]; 1 a=[2]; 2 a=[3]")));
+  add(ctf("ctf_index_cache_chunk_table_of_another_file_size_is_not_used",
+          cached([](const std::string& cache) { patch_u64(cache, 224 + 24, 22); }),
+          ok("0 a=[1]; 1 a=[2]; 2 a=[3]")));
+  add(ctf(
+      "ctf_index_cache_chunk_table_not_covering_the_records_is_not_used",
+      cached([](const std::string& cache) { patch_u64(cache, 128 + 32 + 8, 2); }),  // chunk 1: 2 sequences
+      ok("0 a=[1]; 1 a=[2]; 2 a=[3]")));
+  add(ctf("ctf_index_cache_record_outside_the_file_is_ignored", cached([](const std::string& cache) {
+            std::filesystem::resize_file(cache, 128);  // CNTK's layout: no chunk table
+            patch_u64(cache, 32 + 2 * 32 + 16, 1000);  // record 2 starts past the end of the 21-byte file
+          }),
+          ok("0 a=[1]; 1 a=[2]; 2 a=[3]")));
 
   // ---- line ends and NUL bytes ----
   add(ctf("ctf_cr_only_line_ends", text("0 |a 1\r1 |a 2\r", "a:dense:1"),

@@ -116,6 +116,9 @@ struct CtfCase {
   bool skip_ids = false;
   bool doubles = false;
   uint64_t chunk_bytes = 32ull << 20;
+  /// Set: the file is opened once with cacheIndex (which writes the index cache), this changes the cache
+  /// file (its path is passed), and the file is then opened again and read with the changed cache.
+  std::function<void(const std::string& cache_path)> damage_cache;
 };
 /// Writes data.ctf, opens it with make_ctf_deserializer and loads every chunk; data rendered as
 /// "key a=[1 2][3 4] b=[0:1 3:2]; key2 ..." (one [...] per sample; sparse as index:value).

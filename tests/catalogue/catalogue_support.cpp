@@ -229,6 +229,11 @@ Outcome run_ctf(const std::string& dir, const CtfCase& c) {
     options.chunk_size_in_bytes = c.chunk_bytes;
     options.trace_level = 0;
     options.log_sink = [](int, std::string_view) {};
+    if (c.damage_cache) {
+      options.cache_index = true;
+      (void)make_ctf_deserializer(options);
+      c.damage_cache(ctf_cache_file_name(options));
+    }
     d = make_ctf_deserializer(options);
     out.data = render_all(*d);
   });
