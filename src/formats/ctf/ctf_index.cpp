@@ -8,6 +8,7 @@
 #include <exception>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,6 +120,11 @@ class Indexer {
   }
 
   void add(uint64_t key, uint64_t samples, size_t offset, size_t size) {
+    index_.sequences.push_back(checked_sequence(key, samples, offset, size));
+  }
+
+  // The record of a sequence; throws the indexer's errors for one that cannot be stored.
+  IndexedSequence checked_sequence(uint64_t key, uint64_t samples, size_t offset, size_t size) const {
     if (samples == 0 || size == 0) {
       fail_at("Internal index error: empty sequence " + std::to_string(key) + ".", data_, file_, offset);
     }
@@ -130,8 +136,8 @@ class Indexer {
                   " bytes); CTF sequences must fit in 32-bit sizes.",
               data_, file_, offset);
     }
-    index_.sequences.push_back(IndexedSequence{key, static_cast<uint64_t>(offset),
-                                               static_cast<uint32_t>(samples), static_cast<uint32_t>(size)});
+    return IndexedSequence{key, static_cast<uint64_t>(offset), static_cast<uint32_t>(samples),
+                           static_cast<uint32_t>(size)};
   }
 
   void index_lines(size_t pos) {
@@ -203,11 +209,13 @@ class Indexer {
   }
 
   // -- Parallel indexing. The lines from `pos` on are split into runs of about equal bytes, one per thread.
-  // Each run is scanned into segments: a segment starts at the run's first line and at every line whose id
-  // differs from the segment before it in the run. Joined in file order, a segment continues the sequence
-  // before it when it has no id (the run started inside a sequence) or the same id (the sequence crossed the
-  // run boundary), which is the serial rule; a sequence without a line of the main stream is dropped, as
-  // serially. Symbolic keys are numbered in file order and stay serial.
+  // A run is scanned into segments: one starts at the run's first line and at every line whose id differs
+  // from the segment before it. Whether a run's first segment continues the sequence before the run is
+  // known only when the runs are joined: it does when it has no id (the run started inside a sequence) or
+  // the same id, which is the serial rule. After a first segment without an id, the same holds for the
+  // second. These open segments and the run's last one are kept as segments; the ones between are whole
+  // sequences and stored at once, 24 bytes each like the serial index. A sequence without a line of the
+  // main stream is dropped, as serially. Symbolic keys are numbered in file order and stay serial.
 
   size_t split_count(uint64_t bytes) const {
     const size_t threads = std::max<size_t>(1, threads_);
@@ -216,17 +224,23 @@ class Indexer {
 
   struct Segment {
     bool has_id = false;
-    uint64_t id = 0;     // id mode: the id of its first line; line mode: its line number within the run
+    uint64_t id = 0;
     uint64_t count = 0;  // lines with the main stream
-    size_t start = 0;    // offset of its first line; it ends where the next segment starts
-    size_t end = 0;      // line mode only: end of the line
+    size_t start = 0;    // offset of its first line
   };
 
   struct Run {
     size_t begin = 0;
     size_t end = 0;
     uint64_t lines = 0;  // line mode: lines in the run
-    std::vector<Segment> segments;
+    // Id mode: the open segments (one or two), where the segment after them starts, and the last segment
+    // when there are segments after the open ones.
+    std::vector<Segment> open;
+    size_t open_end = 0;
+    std::optional<Segment> tail;
+    // Id mode: the whole sequences between the open segments and the tail. Line mode: every line with the
+    // main stream, its key the line number within the run.
+    std::vector<IndexedSequence> sequences;
   };
 
   void scan_ids(Run& run) const {
@@ -234,6 +248,7 @@ class Indexer {
     Segment current;
     current.start = pos;
     current.has_id = try_read_id(pos, current.id);
+    size_t open_left = current.has_id ? 1 : 2;
     while (pos < run.end) {
       const size_t end = line_end(pos);
       if (line_has_main_stream(pos, end)) ++current.count;
@@ -241,21 +256,42 @@ class Indexer {
       if (pos >= run.end) break;
       uint64_t id = 0;
       if (try_read_id(pos, id) && (!current.has_id || id != current.id)) {
-        run.segments.push_back(current);
-        current = Segment{true, id, 0, pos, 0};
+        if (open_left > 0) {
+          run.open.push_back(current);
+          run.open_end = pos;
+          --open_left;
+        } else if (current.count > 0) {
+          run.sequences.push_back(
+              checked_sequence(current.id, current.count, current.start, pos - current.start));
+        }
+        current = Segment{true, id, 0, pos};
       }
     }
-    run.segments.push_back(current);
+    if (open_left > 0) {
+      run.open.push_back(current);
+    } else {
+      run.tail = current;
+    }
   }
 
   void scan_lines(Run& run) const {
     size_t pos = run.begin;
     while (pos < run.end) {
       const size_t end = line_end(pos);
-      if (line_has_main_stream(pos, end)) run.segments.push_back(Segment{true, run.lines, 1, pos, end});
+      if (line_has_main_stream(pos, end))
+        run.sequences.push_back(checked_sequence(run.lines, 1, pos, end - pos));
       ++run.lines;
       pos = end;
     }
+  }
+
+  // Moves a run's sequences to the index (keys shifted by `key_base`) and frees them.
+  void take_sequences(Run& run, uint64_t key_base) {
+    for (IndexedSequence& s : run.sequences) {
+      s.key += key_base;
+      index_.sequences.push_back(s);
+    }
+    std::vector<IndexedSequence>().swap(run.sequences);
   }
 
   // False if a run met an error: the caller then indexes serially, which reports the first error exactly.
@@ -269,7 +305,10 @@ class Indexer {
         const size_t target = pos + (n - pos) / parts * k;
         end = target <= begin ? line_end(begin) : line_end(target - 1);
       }
-      runs.push_back(Run{begin, end, 0, {}});
+      Run run;
+      run.begin = begin;
+      run.end = end;
+      runs.push_back(std::move(run));
       begin = end;
     }
     std::vector<std::exception_ptr> failures(runs.size());
@@ -293,28 +332,35 @@ class Indexer {
     for (const std::exception_ptr& failure : failures) {
       if (failure) return false;
     }
-    if (!index_.line_mode && !runs[0].segments[0].has_id) return false;  // serially: "Expected a sequence id"
-    size_t total = 0;
-    for (const Run& run : runs) total += run.segments.size();
+    if (!index_.line_mode && !runs[0].open[0].has_id) return false;  // serially: "Expected a sequence id"
+    size_t total = 2 * runs.size();
+    for (const Run& run : runs) total += run.sequences.size();
     index_.sequences.reserve(total);
     if (index_.line_mode) {
-      for (const Run& run : runs) {
-        for (const Segment& s : run.segments) add(line_ + s.id, 1, s.start, s.end - s.start);
+      for (Run& run : runs) {
+        take_sequences(run, line_);
         line_ += run.lines;
       }
       return true;
     }
-    Segment current = runs[0].segments[0];
-    for (size_t r = 0; r < runs.size(); ++r) {
-      for (size_t i = r == 0 ? 1 : 0; i < runs[r].segments.size(); ++i) {
-        const Segment& next = runs[r].segments[i];
-        if (!next.has_id || next.id == current.id) {
-          current.count += next.count;
-          continue;
+    Segment current = runs[0].open[0];
+    bool first = true;
+    for (Run& run : runs) {
+      for (const Segment& segment : run.open) {
+        if (first) {
+          first = false;
+        } else if (!segment.has_id || segment.id == current.id) {
+          current.count += segment.count;
+        } else {
+          if (current.count > 0) add(current.id, current.count, current.start, segment.start - current.start);
+          current = segment;
         }
-        if (current.count > 0) add(current.id, current.count, current.start, next.start - current.start);
-        current = next;
       }
+      if (!run.tail) continue;
+      // The segment after the open ones has another id than the last of them, which `current` now ends with.
+      if (current.count > 0) add(current.id, current.count, current.start, run.open_end - current.start);
+      take_sequences(run, 0);
+      current = *run.tail;
     }
     if (current.count > 0) add(current.id, current.count, current.start, n - current.start);
     return true;
