@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "cntkio/ctf.hpp"
 #include "ctf_datasets.hpp"
 
@@ -77,10 +78,7 @@ Open open_in_child(const cntkio::CtfOptions& options) {
   return o;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;  // bench_util.hpp: the mean of the two middle values for an even count
 
 }  // namespace
 

@@ -292,10 +292,7 @@ SweepResult read_sweep(const Corpus& c, bool frame_mode, const Args& args) {
   return r;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;  // bench_util.hpp: the mean of the two middle values for an even count
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "cntkio/config.hpp"
 #include "cntkio/minibatch_source.hpp"
 
@@ -112,10 +113,7 @@ double run_opencv(const fs::path& dir, size_t threads, size_t images, double& ch
   return seconds;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;  // bench_util.hpp: the mean of the two middle values for an even count
 
 }  // namespace
 
