@@ -54,6 +54,10 @@ struct CtfOptions {
   size_t index_threads = 0;
   /// The smallest run of the file, in bytes, that is worth an indexing thread of its own.
   uint64_t index_split_bytes = 32ull << 20;
+  /// Each sequence is first read by a fast path that takes only rows the general parser would read without
+  /// a message (known streams, well-formed numbers, a final newline) and hands anything else to the general
+  /// parser. The data, messages and errors do not depend on it; false reads with the general parser only.
+  bool row_fast_path = true;
   /// Sequence keys shared with the other deserializers of a reader; null = numeric ids.
   KeyTablePtr keys;
   /// Receives warnings and info lines (without newline); default: stderr.

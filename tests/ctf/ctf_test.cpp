@@ -565,8 +565,7 @@ std::string parallel_corpus(size_t sequences, size_t bad_every, bool short_sampl
 
 // Every key, sample count, value, sparse index and nnz count the deserializer delivers, as text, plus the
 // log lines and the error summary.
-std::string dump_all(CtfOptions o) {
-  std::string out;
+void dump_into(CtfOptions o, std::string& out) {
   o.log_sink = [&out](int level, std::string_view line) {
     out += "log " + std::to_string(level) + " " + std::string(line) + "\n";
   };
@@ -601,7 +600,22 @@ std::string dump_all(CtfOptions o) {
   out += "errors " + std::to_string(errors.errors) + " rows " + std::to_string(errors.rows_skipped) +
          " samples " + std::to_string(errors.samples_skipped);
   for (const std::string& where : errors.first_locations) out += " " + where;
-  return out + "\n";
+  out += "\n";
+}
+
+// With `error_in_text`, a FormatError ends the text (after what was logged before it) instead of escaping.
+std::string dump_all(const CtfOptions& o, bool error_in_text = false) {
+  std::string out;
+  if (!error_in_text) {
+    dump_into(o, out);
+    return out;
+  }
+  try {
+    dump_into(o, out);
+  } catch (const FormatError& e) {
+    out += std::string("FormatError ") + e.what();
+  }
+  return out;
 }
 
 }  // namespace
@@ -664,4 +678,129 @@ TEST(CtfParallelParse, ErrorsWarningsAndTheBudgetComeInFileOrder) {
       EXPECT_EQ(reference.find("\nerrors 0 "), std::string::npos);
     }
   }
+}
+
+namespace {
+
+// A CTF text of `sequences` sequences mostly in the shapes the row fast path takes (ids, dense x of dim 3,
+// sparse y of dim 1000, blanks, CRLF, numbers with signs, fractions and exponents), with dense samples of
+// the wrong size and, after about every `oddity_every`-th sample, something else (a comment, an unknown
+// stream, a bad number, a long number, a missing newline, a duplicate stream).
+std::string fast_path_corpus(std::mt19937_64& rng, size_t sequences, unsigned oddity_every) {
+  static const char* const kOddities[] = {" |# a comment",
+                                          " |z 1 2",
+                                          " 1,5",
+                                          " |x 1 2 3",
+                                          " 0.12345678901234567",
+                                          "\r",
+                                          " |y 1000:1",
+                                          " |y 5:",
+                                          " 7",
+                                          " |y 12345678901:1",
+                                          "\t",
+                                          " |",
+                                          " |x",
+                                          "1e",
+                                          " -",
+                                          " |y 3:1:2",
+                                          "\n",
+                                          " \x01",
+                                          " |xx 1",
+                                          " |y 3:.5",
+                                          " 1.e3",
+                                          " 1e+",
+                                          "  ",
+                                          " |y 2:3e2"};
+  auto number = [&rng] {
+    std::string n;
+    if (rng() % 6 == 0) n += rng() % 2 ? "-" : "+";
+    n += std::to_string(rng() % 1000);
+    if (rng() % 2) n += "." + std::to_string(rng() % 100000);
+    if (rng() % 5 == 0) n += (rng() % 2 ? "e" : "E") + std::to_string(static_cast<int>(rng() % 7) - 3);
+    return n;
+  };
+  auto blank = [&rng] {
+    const size_t n = 1 + rng() % 2;
+    return std::string(n, rng() % 7 == 0 ? '\t' : ' ');
+  };
+  std::string out;
+  for (size_t s = 0; s < sequences; ++s) {
+    const size_t rows = 1 + rng() % 4;
+    for (size_t r = 0; r < rows; ++r) {
+      out += std::to_string(s);
+      const bool x_first = rng() % 3 != 0;
+      for (int part = 0; part < 2; ++part) {
+        if ((part == 0) == x_first) {
+          if (rng() % 4 == 0 && r > 0) continue;
+          out += blank() + "|x";
+          const int values = rng() % 20 == 0 ? static_cast<int>(rng() % 5) : 3;  // 3 = the dimension
+          for (int k = 0; k < values; ++k) out += blank() + number();
+        } else {
+          if (rng() % 3 == 0 && r > 0) continue;
+          out += blank() + "|y";
+          for (size_t e = rng() % 4, i = 0; e > 0; --e) {
+            i += 1 + rng() % 300;
+            const size_t index =
+                rng() % 50 == 0 ? 999 + rng() % 2 : i;  // sometimes the last one, or one past
+            out += blank() + std::to_string(index) + ":" + number();
+          }
+        }
+        if (rng() % oddity_every == 0) out += kOddities[rng() % std::size(kOddities)];
+      }
+      if (rng() % 5 == 0) out += blank();
+      out += rng() % 10 == 0 ? "\r\n" : "\n";
+    }
+  }
+  if (rng() % 3 == 0) out.pop_back();  // no final newline
+  return out;
+}
+
+}  // namespace
+
+TEST(CtfRowFastPath, DeliversAndLogsExactlyWhatTheGeneralParserDoes) {
+  TempDir dir;
+  std::mt19937_64 rng(4242);
+  size_t with_messages = 0;
+  size_t with_errors = 0;
+  for (int round = 0; round < 60; ++round) {
+    static const unsigned kOddityEvery[] = {400, 60, 8};
+    const std::string f =
+        dir.write("a.ctf", fast_path_corpus(rng, 40 + rng() % 200, kOddityEvery[round % 3]));
+    for (uint64_t max_errors : {uint64_t{0}, uint64_t{4}, uint64_t{1000}}) {
+      for (int trace_level : {1, 2}) {
+        CtfOptions o = options_for(f, {dense("x", 3), sparse("y", 1000)}, max_errors);
+        o.trace_level = trace_level;
+        o.row_fast_path = false;
+        const std::string general = dump_all(o, true);
+        o.row_fast_path = true;
+        EXPECT_EQ(dump_all(o, true), general)
+            << "round " << round << ", maxErrors " << max_errors << ", trace level " << trace_level;
+        with_messages += general.find("log 1 WARNING") != std::string::npos ? 1 : 0;
+        with_errors += general.find("FormatError") != std::string::npos ? 1 : 0;
+      }
+    }
+  }
+  // The corpus reaches the general parser's messages and errors, not only clean rows.
+  EXPECT_GT(with_messages, 60u) << with_messages << " " << with_errors;
+  EXPECT_GT(with_errors, 20u);
+}
+
+TEST(CtfRowFastPath, CleanRowsGiveTheSameValuesAsTheGeneralParser) {
+  TempDir dir;
+  std::mt19937_64 rng(99);
+  std::string text;
+  for (int s = 0; s < 2000; ++s) {
+    for (int r = 0; r < 3; ++r) {
+      text += std::to_string(s) + " |x " + std::to_string(rng() % 1000) + ".5 -" +
+              std::to_string(rng() % 99) + " " + std::to_string(rng() % 7) + "e-2 |y " +
+              std::to_string(rng() % 1000) + ":0.25\n";
+    }
+  }
+  const std::string f = dir.write("clean.ctf", text);
+  CtfOptions o = options_for(f, {dense("x", 3), sparse("y", 1000)});
+  const std::string fast = dump_all(o, true);
+  o.row_fast_path = false;
+  EXPECT_EQ(fast, dump_all(o, true));
+  EXPECT_EQ(fast.find("log "), std::string::npos) << fast.substr(0, 300);
+  EXPECT_NE(fast.find("errors 0 rows 0 samples 0"), std::string::npos);
 }

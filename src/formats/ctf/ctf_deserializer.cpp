@@ -102,6 +102,7 @@ class CtfDeserializer final : public Deserializer {
     if (options_.parse_threads > 1) pool_ = std::make_unique<core::ThreadPool>(options_.parse_threads - 1);
     context_.pool = pool_.get();
     context_.min_part_bytes = options_.parse_split_bytes;
+    context_.row_fast_path = options_.row_fast_path;
   }
 
   const std::vector<StreamInfo>& streams() const override { return streams_; }

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
+#include <type_traits>
+#include <utility>
 
 #include "cntkio/errors.hpp"
 #include "core/mapped_file.hpp"
@@ -64,12 +68,64 @@ inline bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
+// A growable array of a trivially copyable type whose growth leaves new elements uninitialized, so that the
+// row fast path writes each value once, through a plain pointer. Grows with realloc, which can move large
+// blocks without copying.
+template <typename T>
+class PodBuffer {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  PodBuffer() = default;
+  PodBuffer(const PodBuffer&) = delete;
+  PodBuffer& operator=(const PodBuffer&) = delete;
+  PodBuffer(PodBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
+  PodBuffer& operator=(PodBuffer&&) = delete;
+  ~PodBuffer() { std::free(data_); }
+
+  size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+
+  void reserve(size_t n) {
+    if (n <= capacity_) return;
+    void* grown = std::realloc(data_, n * sizeof(T));
+    if (grown == nullptr) throw std::bad_alloc();
+    data_ = static_cast<T*>(grown);
+    capacity_ = n;
+  }
+  // Room for `n` more elements; returns where they go (then set_size).
+  T* make_room(size_t n) {
+    if (size_ + n > capacity_) reserve(std::max(size_ + n, capacity_ * 2));
+    return data_ + size_;
+  }
+  void set_size(size_t n) { size_ = n; }  // n <= capacity(); elements up to n must have been written
+  void push_back(T value) {
+    *make_room(1) = value;
+    ++size_;
+  }
+  // Shrinks, or grows with `fill`.
+  void resize(size_t n, T fill = T()) {
+    if (n > size_) std::fill(make_room(n - size_), data_ + n, fill);
+    size_ = n;
+  }
+
+ private:
+  T* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
 // Storage of one stream for all sequences of a chunk.
 template <typename T>
 struct StreamStorage {
-  std::vector<T> values;
-  std::vector<int32_t> indices;      // sparse only, parallel to values
-  std::vector<uint32_t> nnz_counts;  // sparse only, one per sample
+  PodBuffer<T> values;
+  PodBuffer<int32_t> indices;      // sparse only, parallel to values
+  PodBuffer<uint32_t> nnz_counts;  // sparse only, one per sample
 };
 
 // Where the data of one stream of one sequence lies: in the StreamStorage of part `part` of the chunk.
@@ -87,10 +143,11 @@ template <typename T>
 class CtfChunk final : public Chunk {
  public:
   CtfChunk(const std::vector<StreamInfo>& streams, size_t num_sequences, size_t parts)
-      : parts_(parts, std::vector<StreamStorage<T>>(streams.size())),
+      : parts_(parts),
         sparse_(streams.size()),
         slots_(streams.size() * num_sequences),
         num_streams_(streams.size()) {
+    for (auto& part : parts_) part = std::vector<StreamStorage<T>>(streams.size());
     for (size_t s = 0; s < streams.size(); ++s) sparse_[s] = streams[s].storage == StorageFormat::kSparseCsc;
   }
 
@@ -162,6 +219,25 @@ class ChunkParser {
     current_slots_ = &chunk_.slots_[index_in_chunk * num_streams];
 
     uint64_t rows_read = 0;
+    // Where the fast path keeps failing (rows with CNTK comments, unknown streams, warnings), each sequence
+    // would be read twice: after 8 failures in at least every 8th sequence, this parser stops trying.
+    const bool try_fast = ctx_.row_fast_path && (fast_failures_ < 8 || fast_failures_ * 8 < fast_attempts_);
+    fast_attempts_ += try_fast ? 1 : 0;
+    if (try_fast && !read_rows_fast(sequence, rows_read)) {
+      ++fast_failures_;
+      // Something the fast path does not decide: parse the sequence again with every rule and message.
+      for (size_t s = 0; s < num_streams; ++s) {
+        const Slot& slot = current_slots_[s];
+        storage_[s].values.set_size(slot.value_begin);
+        if (!dense_[s]) {
+          storage_[s].indices.set_size(slot.value_begin);
+          storage_[s].nnz_counts.set_size(slot.nnz_begin);
+        }
+        samples_[s] = 0;
+      }
+      rows_read = 0;
+      pos_ = sequence.offset;
+    }
     uint64_t row_number = 0;
     while (pos_ < end_) {
       ++row_number;
@@ -303,6 +379,107 @@ class ChunkParser {
       if (c == kNamePrefix || c == kRowDelimiter) return;
       ++pos_;
     }
+  }
+
+  // The rows of the current sequence, as read_row() reads them, for rows made only of what the fast path
+  // decides: an optional id; samples `|name` of known streams separated by blanks (' ', '\t', '\r'); a
+  // dense sample of exactly its dimension of numbers that parse_number_fast decides, a sparse sample of
+  // `index:number` pairs with indices below the dimension; at most one sample per stream; a final LF. Such
+  // a row draws no message and no error in the general path, whose loop it mirrors step for step; the
+  // values and sample counts are the same. Returns false at anything else, leaving partial output that the
+  // caller discards before parsing the sequence again with read_row().
+  bool read_rows_fast(const IndexedSequence& sequence, uint64_t& rows_read) {
+    const size_t num_streams = storage_.size();
+    // A pair takes at least 4 bytes of the sequence ("1:1" and the byte after it), a sample at least 2.
+    for (size_t s = 0; s < num_streams; ++s) {
+      if (dense_[s]) continue;
+      storage_[s].values.make_room(sequence.size / 4 + 1);
+      storage_[s].indices.make_room(sequence.size / 4 + 1);
+      storage_[s].nnz_counts.make_room(sequence.size / 2 + 1);
+    }
+    const char* p = data_ + pos_;
+    const char* const e = data_ + end_;
+    while (p < e) {
+      while (p < e && is_digit(*p)) ++p;  // the sequence id, already known from the index
+      size_t samples_in_row = 0;
+      for (;;) {
+        while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
+        if (p >= e) return false;
+        if (*p == kRowDelimiter) break;
+        if (*p != kNamePrefix) return false;
+        ++p;
+        const char* const name = p;
+        const char* const name_stop =
+            e - p > static_cast<ptrdiff_t>(max_alias_length_) ? p + max_alias_length_ + 1 : e;
+        while (p < name_stop && !is_value_delimiter(*p) && *p != kNamePrefix && is_printable(*p)) ++p;
+        const size_t name_length = static_cast<size_t>(p - name);
+        if (p >= e || name_length == 0 || name_length > max_alias_length_ || *name == kCommentMarker) {
+          return false;
+        }
+        const size_t stream = find_stream(std::string_view(name, name_length));
+        if (stream == num_streams) return false;
+        StreamStorage<T>& storage = storage_[stream];
+        if (dense_[stream]) {
+          const size_t dim = dims_[stream];
+          T* const first = storage.values.make_room(dim);
+          T* out = first;
+          T* const out_end = first + dim;
+          for (;;) {
+            while (p < e && is_value_delimiter(*p)) ++p;
+            if (p >= e) return false;
+            if (*p == kNamePrefix || *p == kRowDelimiter || *p == '\r') break;
+            double value;
+            if (out == out_end || !parse_number_any(p, e, value)) return false;
+            *out++ = static_cast<T>(value);
+          }
+          if (out != out_end) return false;
+          storage.values.set_size(storage.values.size() + dim);
+        } else {
+          const uint64_t dim = dims_[stream];
+          T* const values = storage.values.data();
+          int32_t* const indices = storage.indices.data();
+          size_t n = storage.values.size();
+          const size_t first = n;
+          for (;;) {
+            while (p < e && is_value_delimiter(*p)) ++p;
+            if (p >= e) return false;
+            if (*p == kNamePrefix || *p == kRowDelimiter || *p == '\r') break;
+            const char* const digits = p;
+            uint64_t index = 0;
+            while (p < e && is_digit(*p) && p - digits < 10)
+              index = index * 10 + static_cast<uint64_t>(*p++ - '0');
+            double value;
+            if (p == digits || p >= e || *p != kIndexDelimiter || index >= dim ||
+                !parse_number_any(++p, e, value)) {
+              return false;
+            }
+            values[n] = static_cast<T>(value);
+            indices[n] = static_cast<int32_t>(index);
+            ++n;
+          }
+          storage.values.set_size(n);
+          storage.indices.set_size(n);
+          storage.nnz_counts.push_back(static_cast<uint32_t>(n - first));
+        }
+        ++samples_[stream];
+        if (++samples_in_row > num_streams) return false;
+      }
+      if (samples_in_row == 0) return false;
+      ++p;  // the LF
+      ++rows_read;
+    }
+    pos_ = static_cast<size_t>(p - data_);
+    return true;
+  }
+
+  // parse_number_fast, else the exact state machine, without messages; a number running into `e` fails.
+  static bool parse_number_any(const char*& p, const char* e, double& value) {
+    if (parse_number_fast(p, e, false, value)) return true;
+    const NumberResult r = parse_number_exact(p, e, false);
+    if (r.status != NumberStatus::kOk || r.end >= e) return false;
+    p = r.end;
+    value = r.value;
+    return true;
   }
 
   bool read_row() {
@@ -671,6 +848,8 @@ class ChunkParser {
   }
 
   size_t next_stream_guess_ = 0;
+  uint64_t fast_attempts_ = 0;  // sequences tried with read_rows_fast, and how many of them failed
+  uint64_t fast_failures_ = 0;
   std::vector<size_t> dims_;  // per stream: values of a dense sample, or the sparse dimension
   std::vector<bool> dense_;   // per stream
 

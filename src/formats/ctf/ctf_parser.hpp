@@ -57,6 +57,8 @@ struct ParseContext {
   core::ThreadPool* pool = nullptr;
   /// A chunk is split only into parts of at least this many bytes (CtfOptions::parse_split_bytes).
   uint64_t min_part_bytes = 1 << 20;
+  /// Whether rows are first tried with the fast path (same results; off only to test that it is so).
+  bool row_fast_path = true;
 };
 
 /// Parses `sequences` (one chunk's, from the index) and returns the loaded chunk. When the calling thread
