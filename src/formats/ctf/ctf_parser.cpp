@@ -426,10 +426,14 @@ class ChunkParser {
           T* const out_end = first + dim;
           for (;;) {
             while (p < e && is_value_delimiter(*p)) ++p;
-            if (p >= e) return false;
-            if (*p == kNamePrefix || *p == kRowDelimiter || *p == '\r') break;
             double value;
-            if (out == out_end || !parse_number_any(p, e, value)) return false;
+            if (!parse_number_fast(p, e, false, value)) {
+              // The end of the sample, or a number only the state machine decides.
+              if (p >= e) return false;
+              if (*p == kNamePrefix || *p == kRowDelimiter || *p == '\r') break;
+              if (!parse_number_slow(p, e, value)) return false;
+            }
+            if (out == out_end) return false;
             *out++ = static_cast<T>(value);
           }
           if (out != out_end) return false;
@@ -449,8 +453,9 @@ class ChunkParser {
             while (p < e && is_digit(*p) && p - digits < 10)
               index = index * 10 + static_cast<uint64_t>(*p++ - '0');
             double value;
-            if (p == digits || p >= e || *p != kIndexDelimiter || index >= dim ||
-                !parse_number_any(++p, e, value)) {
+            if (p == digits || p >= e || *p != kIndexDelimiter || index >= dim) return false;
+            ++p;
+            if (!parse_number_fast(p, e, false, value) && !parse_number_slow(p, e, value)) {
               return false;
             }
             values[n] = static_cast<T>(value);
@@ -472,9 +477,9 @@ class ChunkParser {
     return true;
   }
 
-  // parse_number_fast, else the exact state machine, without messages; a number running into `e` fails.
-  static bool parse_number_any(const char*& p, const char* e, double& value) {
-    if (parse_number_fast(p, e, false, value)) return true;
+  // The numbers parse_number_fast leaves undecided, by the exact state machine, without messages; a number
+  // running into `e` fails. Out of line: it is rare, and the hot loops stay small.
+  [[gnu::noinline]] static bool parse_number_slow(const char*& p, const char* e, double& value) {
     const NumberResult r = parse_number_exact(p, e, false);
     if (r.status != NumberStatus::kOk || r.end >= e) return false;
     p = r.end;
