@@ -165,5 +165,35 @@ TEST(CtfParallelIndex, DeserializerChunksDoNotDependOnIndexThreads) {
   std::remove(path.c_str());
 }
 
+// A line whose id text equals its sequence's first id text is taken as the same id without reading the
+// number; every other line is read. Ids equal as numbers but not as text, ids that extend another's text,
+// and digits that run into the end of the file must come out as the numeric rule says.
+TEST(CtfIndexIds, SameTextShortcutKeepsTheNumericRule) {
+  const std::string text =
+      "7 |a 1\n"          // sequence 7
+      "007 |a 2\n"        // the number 7: still sequence 7
+      "7|a 3\n"           // the text "7" then '|': still 7
+      "70 |a 4\n"         // "7" is a prefix of "70": a new sequence 70
+      "|a 5\n"            // no id: continues 70
+      "123456789 |a 6\n"  // a new sequence, id of 9 digits (the 8-byte comparison's limit)
+      "123456789 |a 7\n"
+      "123456788 |a 8\n"  // differs in the ninth digit
+      "45 |a 10\n"        // ids of up to 8 digits compare in one 8-byte load: the last digit counts
+      "46 |a 11\n"
+      "8 |a 9\n"
+      "8";  // digits running into EOF are no id: continues 8
+  for (size_t threads : {1, 2, 3}) {
+    const Outcome out = index_with(text, false, "", threads, 1);
+    ASSERT_FALSE(out.error) << *out.error;
+    const std::vector<std::pair<uint64_t, uint32_t>> expected = {
+        {7, 3}, {70, 2}, {123456789, 2}, {123456788, 1}, {45, 1}, {46, 1}, {8, 2}};
+    ASSERT_EQ(out.sequences.size(), expected.size()) << threads << " threads";
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(out.sequences[i].key, expected[i].first) << threads << " threads, sequence " << i;
+      EXPECT_EQ(out.sequences[i].samples, expected[i].second) << threads << " threads, sequence " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cntkio::ctf

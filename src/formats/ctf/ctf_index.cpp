@@ -152,7 +152,28 @@ class Indexer {
 
   // Reads a sequence id at `pos` if the line starts with digits followed by something before EOF.
   // Returns false (no id) otherwise; throws on overflow.
-  bool try_read_id(size_t pos, uint64_t& id) const {
+  // Whether the line at `pos` starts with the same id text as [id_begin, id_end) (digits), followed by a
+  // non-digit before EOF: then its id is the same number, without reading it. False says nothing.
+  bool same_id_text(size_t pos, size_t id_begin, size_t id_end) const {
+    const size_t length = id_end - id_begin;
+    const size_t n = data_.size();
+    if (symbolic_keys_ != nullptr || length == 0 || pos + length >= n) return false;
+    const char* a = data_.data() + pos;
+    const char* b = data_.data() + id_begin;
+    if (length <= 8 && pos + 8 <= n && id_begin + 8 <= n) {
+      uint64_t x, y;
+      std::memcpy(&x, a, 8);
+      std::memcpy(&y, b, 8);
+      const uint64_t mask = length == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * length)) - 1;
+      if (((x ^ y) & mask) != 0) return false;
+    } else if (std::memcmp(a, b, length) != 0) {
+      return false;
+    }
+    return !is_digit(static_cast<unsigned char>(a[length]));
+  }
+
+  // `id_end`, if given, receives the end of the id's digits.
+  bool try_read_id(size_t pos, uint64_t& id, size_t* id_end = nullptr) const {
     const size_t n = data_.size();
     if (symbolic_keys_ != nullptr) {
       // A symbolic id is every byte up to the first blank; a line starting with a blank has none.
@@ -175,13 +196,16 @@ class Indexer {
     }
     if (p == n) return false;  // digits run into EOF: not an id
     id = value;
+    if (id_end != nullptr) *id_end = p;
     return true;
   }
 
   void index_ids(size_t pos) {
     const size_t n = data_.size();
     uint64_t current_id = 0;
-    if (!try_read_id(pos, current_id)) {
+    size_t id_begin = pos;  // the text of current_id, on the sequence's first line
+    size_t id_end = pos;
+    if (!try_read_id(pos, current_id, &id_end)) {
       fail_at("Expected a sequence id at the offset " + std::to_string(pos) + ", none was found.", data_,
               file_, pos);
     }
@@ -196,10 +220,14 @@ class Indexer {
       }
       pos = end;
       if (pos >= n) break;
+      if (same_id_text(pos, id_begin, id_end)) continue;
       uint64_t id = 0;
-      if (try_read_id(pos, id) && id != current_id) {
+      size_t digits_end = pos;
+      if (try_read_id(pos, id, &digits_end) && id != current_id) {
         if (found) add(current_id, count, sequence_start, pos - sequence_start);
         current_id = id;
+        id_begin = pos;
+        id_end = digits_end;
         sequence_start = pos;
         count = 0;
         found = false;
@@ -247,15 +275,22 @@ class Indexer {
     size_t pos = run.begin;
     Segment current;
     current.start = pos;
-    current.has_id = try_read_id(pos, current.id);
+    size_t id_begin = pos;  // the text of current.id (empty while the segment has none)
+    size_t id_end = pos;
+    current.has_id = try_read_id(pos, current.id, &id_end);
+    if (!current.has_id) id_end = id_begin;
     size_t open_left = current.has_id ? 1 : 2;
     while (pos < run.end) {
       const size_t end = line_end(pos);
       if (line_has_main_stream(pos, end)) ++current.count;
       pos = end;
       if (pos >= run.end) break;
+      if (same_id_text(pos, id_begin, id_end)) continue;
       uint64_t id = 0;
-      if (try_read_id(pos, id) && (!current.has_id || id != current.id)) {
+      size_t digits_end = pos;
+      if (try_read_id(pos, id, &digits_end) && (!current.has_id || id != current.id)) {
+        id_begin = pos;
+        id_end = digits_end;
         if (open_left > 0) {
           run.open.push_back(current);
           run.open_end = pos;
