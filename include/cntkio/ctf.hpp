@@ -84,6 +84,10 @@ struct CtfIndexSummary {
   /// used (a cache cntkio wrote with the same chunkSizeInBytes for a data file of the same size).
   bool lazy_sequence_records = false;
   std::string cache_file;  ///< cache path (when cacheIndex is on)
+  /// This open wrote the cache file. False when it was used, when another process of the machine writes it
+  /// (local rank other than 0), for string sequence keys, or when writing failed (cache_not_written_reason).
+  bool cache_written = false;
+  std::string cache_not_written_reason;  ///< why a cache that was not used was not written either
 };
 /// Summary of `deserializer`, which must come from make_ctf_deserializer.
 CtfIndexSummary ctf_index_summary(const Deserializer& deserializer);

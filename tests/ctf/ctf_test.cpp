@@ -407,13 +407,18 @@ TEST(CtfIndexCache, OnlyLocalRankZeroWritesTheCache) {
     ::setenv(variable, "1", 1);
     auto d = make_ctf_deserializer(o);
     ::unsetenv(variable);
-    EXPECT_EQ(ctf_index_summary(*d).sequences, 2u);
+    const CtfIndexSummary summary = ctf_index_summary(*d);
+    EXPECT_EQ(summary.sequences, 2u);
     EXPECT_FALSE(fs::exists(cache)) << variable;
+    EXPECT_FALSE(summary.cache_written);
+    EXPECT_EQ(summary.cache_not_written_reason, "local rank 0 of this machine writes it");
   }
   ::setenv("LOCAL_RANK", "0", 1);
   auto writer = make_ctf_deserializer(o);
   ::unsetenv("LOCAL_RANK");
   EXPECT_TRUE(fs::exists(cache));
+  EXPECT_TRUE(ctf_index_summary(*writer).cache_written);
+  EXPECT_FALSE(ctf_index_summary(*make_ctf_deserializer(o)).cache_written);  // used, not written again
   for (const auto& entry : fs::directory_iterator(dir.path())) {
     EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
   }

@@ -31,8 +31,15 @@ void print_ctf_summary(const Config& section, bool composite) {
             << " sequences, " << summary.samples << " samples, " << summary.chunks << " chunk(s)"
             << (summary.line_mode ? ", one sequence per line" : ", sequence ids") << '\n';
   if (!summary.cache_file.empty()) {
-    std::cout << "  index cache " << summary.cache_file
-              << (summary.loaded_from_cache ? " (used)" : " (written)") << '\n';
+    std::cout << "  index cache " << summary.cache_file;
+    if (summary.loaded_from_cache) {
+      std::cout << " (used)";
+    } else if (summary.cache_written) {
+      std::cout << " (written)";
+    } else {
+      std::cout << " (not written: " << summary.cache_not_written_reason << ")";
+    }
+    std::cout << '\n';
   }
 }
 

@@ -72,8 +72,18 @@ class CtfDeserializer final : public Deserializer {
       // Ids of a string-key corpus depend on the order files are read in, so only numeric or hashed ids are
       // cached.
       const bool cacheable = !options_.keys || options_.keys->mode() != KeyMode::kString;
-      if (options_.cache_index && cacheable && is_cache_writer())
-        ctf::write_index_cache(summary_.cache_file, index_, options_.chunk_size_in_bytes, file_.size());
+      if (options_.cache_index) {
+        if (!cacheable) {
+          summary_.cache_not_written_reason = "string sequence keys are not cached";
+        } else if (!is_cache_writer()) {
+          summary_.cache_not_written_reason = "local rank 0 of this machine writes it";
+        } else if (ctf::write_index_cache(summary_.cache_file, index_, options_.chunk_size_in_bytes,
+                                          file_.size())) {
+          summary_.cache_written = true;
+        } else {
+          summary_.cache_not_written_reason = "it could not be written";
+        }
+      }
     }
     for (const auto& c : index_.chunks) {
       summary_.sequences += c.num_sequences;
