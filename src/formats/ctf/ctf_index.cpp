@@ -150,8 +150,6 @@ class Indexer {
     }
   }
 
-  // Reads a sequence id at `pos` if the line starts with digits followed by something before EOF.
-  // Returns false (no id) otherwise; throws on overflow.
   // Whether the line at `pos` starts with the same id text as [id_begin, id_end) (digits), followed by a
   // non-digit before EOF: then its id is the same number, without reading it. False says nothing.
   bool same_id_text(size_t pos, size_t id_begin, size_t id_end) const {
@@ -172,7 +170,8 @@ class Indexer {
     return !is_digit(static_cast<unsigned char>(a[length]));
   }
 
-  // `id_end`, if given, receives the end of the id's digits.
+  // Reads a sequence id at `pos` if the line starts with digits followed by something before EOF.
+  // Returns false (no id) otherwise; throws on overflow. `id_end`, if given, receives the end of its digits.
   bool try_read_id(size_t pos, uint64_t& id, size_t* id_end = nullptr) const {
     const size_t n = data_.size();
     if (symbolic_keys_ != nullptr) {
