@@ -80,6 +80,9 @@ struct CtfIndexSummary {
   uint64_t file_size = 0;          ///< bytes of the data file
   bool line_mode = false;          ///< one sequence per line
   bool loaded_from_cache = false;  ///< index came from the cache file
+  /// The index was taken from another CTF deserializer of this process (or of the process this one was
+  /// forked from) that had indexed the same, unchanged file with the same id options and chunk size.
+  bool shared_in_process = false;
   /// The cache's chunk table was used: a chunk's sequence records are read from the cache when it is first
   /// used (a cache cntkio wrote with the same chunkSizeInBytes for a data file of the same size).
   bool lazy_sequence_records = false;

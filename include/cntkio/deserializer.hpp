@@ -10,6 +10,7 @@
 /// be called concurrently for different chunks unless an implementation documents otherwise.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ class Deserializer {
   virtual ChunkPtr load_chunk(uint32_t chunk_id) = 0;
   /// Text form of a key, for messages and key dumps (CTF: the decimal id).
   virtual std::string key_to_string(const SequenceKey& key) const { return std::to_string(key.sequence); }
+  /// What this deserializer built that another one of this process, over the same unchanged data with the
+  /// same options, takes instead of building it again (the CTF index). While the returned object is held,
+  /// deserializers created later find it, in this process and in processes forked from it (DataLoader
+  /// workers). Null when there is nothing to share.
+  virtual std::shared_ptr<const void> shared_index() const { return nullptr; }
 };
 
 }  // namespace cntkio

@@ -126,6 +126,11 @@ class MinibatchSource {
 
   /// What was skipped under maxErrors so far (may be called at any time, also after an error).
   virtual SkipReport skip_report() const { return {}; }
+
+  /// The shared indexes of this reader's deserializers (Deserializer::shared_index). Holding them lets
+  /// readers created later over the same data skip indexing, in this process and in processes forked from
+  /// it; empty when there are none.
+  virtual std::vector<std::shared_ptr<const void>> shared_indexes() const { return {}; }
 };
 
 }  // namespace cntkio

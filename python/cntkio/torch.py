@@ -71,9 +71,15 @@ class MinibatchDataset(IterableDataset):
         sparse: "indices" (default), "dense" or "csr" (see the module documentation).
         rank, world_size: this process's place among the distributed processes; default: torch.distributed
             if initialized, else the MPI/torchrun environment, else 0 of 1.
+        share_index: create one source here, at once, and keep its index (CTF files with numeric sequence ids)
+            for the sources of DataLoader workers forked from this process and of later epochs, which then do
+            not scan the files again; the first iteration in this process reads with that source. Errors in
+            the data's index or the configuration are raised here. False: every worker and epoch creates its
+            own source and indexes the files itself.
     """
 
-    def __init__(self, source, minibatch_size, epoch_size=None, sparse="indices", rank=None, world_size=None):
+    def __init__(self, source, minibatch_size, epoch_size=None, sparse="indices", rank=None, world_size=None,
+                 share_index=True):
         super().__init__()
         if sparse not in ("indices", "dense", "csr"):
             raise ValueError("sparse must be 'indices', 'dense' or 'csr', not %r" % (sparse,))
@@ -89,6 +95,16 @@ class MinibatchDataset(IterableDataset):
         self._resume = None  # a state_dict to continue from
         self._seen = {}  # partition -> state json of the last item handed out (this epoch)
         self._seen_partitions = None
+        self._probe = self._probe_pid = self._indexes = None
+        if share_index:
+            self._probe, self._probe_pid = self._make_source(), os.getpid()
+            self._indexes = self._probe._reader.hold_indexes()
+
+    def __getstate__(self):
+        # Spawned workers (not forked) cannot take a source or the index memory along: they index themselves.
+        state = dict(self.__dict__)
+        state["_probe"] = state["_probe_pid"] = state["_indexes"] = None
+        return state
 
     # -- epochs and checkpoints
 
@@ -131,6 +147,9 @@ class MinibatchDataset(IterableDataset):
         return rank * workers + worker, world * workers
 
     def _make_source(self):
+        if self._probe is not None and self._probe_pid == os.getpid() and get_worker_info() is None:
+            source, self._probe = self._probe, None  # read once; later epochs take its index
+            return source
         if callable(self._source):
             return self._source()
         return _source.MinibatchSource(**self._source)

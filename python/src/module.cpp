@@ -120,6 +120,12 @@ class Batch {
   PackingMode mode_;
 };
 
+// The shared indexes of a reader (MinibatchSource::shared_indexes), held by cntkio.torch.MinibatchDataset so
+// that the readers of its DataLoader workers and later epochs take them. Only memory: safe to drop anywhere.
+struct IndexHold {
+  std::vector<std::shared_ptr<const void>> indexes;
+};
+
 class Reader {
  public:
   explicit Reader(const Config& reader)
@@ -240,6 +246,11 @@ class Reader {
     return py::make_tuple(minibatches, samples, seconds);
   }
 
+  IndexHold hold_indexes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return IndexHold{source_->shared_indexes()};
+  }
+
   // Samples in one sweep: the position where v1 epoch 1 of one sweep starts. Reconfigures the reader (call it
   // before reading).
   size_t sweep_size() {
@@ -317,7 +328,10 @@ PYBIND11_MODULE(_core, m) {
       .def("state", &Reader::state)
       .def("restore", &Reader::restore, py::arg("state"))
       .def("sweep_size", &Reader::sweep_size)
-      .def("read_loop", &Reader::read_loop, py::arg("minibatch_size"), py::arg("max_minibatches"));
+      .def("read_loop", &Reader::read_loop, py::arg("minibatch_size"), py::arg("max_minibatches"))
+      .def("hold_indexes", &Reader::hold_indexes);
+
+  py::class_<IndexHold>(m, "IndexHold").def("__len__", [](const IndexHold& h) { return h.indexes.size(); });
 
   m.def("merge_reader_states", [](const std::vector<std::string>& states) {
     std::vector<ReaderState> parsed;

@@ -3,8 +3,10 @@ state_dict/load_state_dict, and the PyTorch example."""
 
 import functools
 import os
+import pickle
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -216,6 +218,53 @@ def test_state_dict_resumes_without_loss_or_repeat(data, workers_before, workers
     after = [i for b in cntkio.torch.MinibatchLoader(resumed, num_workers=workers_after) for i in ids_of(b)[0]]
     assert sorted(before + after) == list(range(N))
     assert resumed.epoch == 1  # the loader moved on to the next epoch
+
+
+def logged_source(path, calls=None):
+    if calls is not None:
+        calls.append(os.getpid())
+    streams = cntkio.StreamDefs(features=cntkio.StreamDef(field="f", shape=2))
+    return cntkio.MinibatchSource(cntkio.CTFDeserializer(path, streams), randomize=False, trace_level=2)
+
+
+def test_the_dataset_indexes_once_for_its_workers_and_epochs(data, capfd):
+    time.sleep(1.1)  # an index is shared only for a file that has been still for a second
+    calls = []
+    dataset = cntkio.torch.MinibatchDataset(functools.partial(logged_source, data, calls), 10)
+    assert calls == [os.getpid()]  # made here, at once
+    err = capfd.readouterr().err
+    assert err.count("index of %d sequences" % N) == 1 and err.count("built.") == 1, err
+    in_process = collect(dataset, workers=0)  # reads with the source made above
+    assert len(calls) == 1
+    assert sorted(collect(dataset, workers=2)) == sorted(in_process) == list(range(N))
+    err = capfd.readouterr().err
+    assert err.count("index of %d sequences" % N) == 2 and err.count("taken from another reader") == 2, err
+    dataset.set_epoch(1)
+    assert sorted(collect(dataset, workers=0)) == list(range(N))
+    assert capfd.readouterr().err.count("taken from another reader") == 1
+
+    # share_index=False: nothing made here; every worker indexes the file itself.
+    own = cntkio.torch.MinibatchDataset(functools.partial(logged_source, data), 10, share_index=False)
+    del dataset
+    assert capfd.readouterr().err == ""
+    assert sorted(collect(own, workers=2)) == list(range(N))
+    err = capfd.readouterr().err
+    assert err.count("built.") == 2 and "taken from" not in err, err
+
+
+def test_a_bad_source_fails_when_the_dataset_is_made(tmp_path):
+    with pytest.raises(OSError, match="missing.ctf"):
+        cntkio.torch.MinibatchDataset(functools.partial(logged_source, str(tmp_path / "missing.ctf")), 10)
+    lazy = cntkio.torch.MinibatchDataset(functools.partial(logged_source, str(tmp_path / "missing.ctf")), 10,
+                                         share_index=False)
+    with pytest.raises(OSError, match="missing.ctf"):
+        next(iter(lazy))
+
+
+def test_a_dataset_pickles_without_its_index(data):
+    dataset = cntkio.torch.MinibatchDataset(functools.partial(make_source, data, False), 10)
+    copy = pickle.loads(pickle.dumps(dataset))  # what a spawned worker receives
+    assert [ids_of(b)[0] for b in copy] == [ids_of(b)[0] for b in dataset]
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")

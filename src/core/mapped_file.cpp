@@ -33,6 +33,11 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   }
   mtime_ = static_cast<int64_t>(st.st_mtime);
   size_ = static_cast<size_t>(st.st_size);
+  identity_.device = static_cast<uint64_t>(st.st_dev);
+  identity_.inode = static_cast<uint64_t>(st.st_ino);
+  identity_.size = static_cast<uint64_t>(st.st_size);
+  identity_.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  identity_.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {

@@ -2,12 +2,24 @@
 // open_for_read(), so error reporting (path + errno) is uniform.
 #pragma once
 
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace cntkio::core {
+
+/// What tells one version of a file from another: the same device, inode, size and modification and change
+/// times (nanoseconds) mean the same bytes, as far as the file system lets a reader know.
+struct FileIdentity {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  auto operator<=>(const FileIdentity&) const = default;
+};
 
 class MappedFile {
  public:
@@ -23,12 +35,15 @@ class MappedFile {
   const std::string& path() const { return path_; }
   /// Modification time (seconds since the epoch) when the file was mapped.
   int64_t mtime() const { return mtime_; }
+  /// The file's identity when it was mapped.
+  const FileIdentity& identity() const { return identity_; }
 
  private:
   std::string path_;
   const char* data_ = nullptr;
   size_t size_ = 0;
   int64_t mtime_ = 0;
+  FileIdentity identity_;
 };
 
 /// Modification time in seconds of `path`, or -1 if it does not exist.

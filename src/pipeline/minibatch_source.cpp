@@ -105,6 +105,14 @@ class ComposedSource final : public MinibatchSource {
   SkipReport skip_report() const override { return skips_.report(); }
   void set_skip_sources(pipeline::SkipSources skips) { skips_ = std::move(skips); }
 
+  std::vector<std::shared_ptr<const void>> shared_indexes() const override {
+    std::vector<std::shared_ptr<const void>> out;
+    for (const auto& d : skips_.deserializers) {
+      if (auto index = d->shared_index()) out.push_back(std::move(index));
+    }
+    return out;
+  }
+
   void set_v2_limits(size_t max_samples, size_t max_sweeps) override {
     if (max_samples != kInfinitelyRepeat && max_sweeps != kInfinitelyRepeat) {
       throw UsageError("max_samples and max_sweeps cannot both be set.");

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -422,6 +423,94 @@ TEST(CtfIndexCache, OnlyLocalRankZeroWritesTheCache) {
   for (const auto& entry : fs::directory_iterator(dir.path())) {
     EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
   }
+}
+
+// A second deserializer of a file another one of this process has indexed, with the same id options and chunk
+// size, takes that index (one scan per process, and per DataLoader parent): only while the first holds it,
+// only for numeric ids, and only for a file that has been still for a second, since file times tick coarsely
+// and a rewrite within one tick could otherwise go unseen.
+TEST(CtfIndexShared, SameFileAndOptionsShareOneIndexWhileItIsHeld) {
+  TempDir dir;
+  std::string text;
+  for (int s = 0; s < 40; ++s) text += std::to_string(s) + " |x " + std::to_string(s) + " |y 1\n";
+  const std::string settled = dir.write("settled.ctf", text);
+  const std::string plain = dir.write("plain.ctf", "1 |x 1\n2 |x 2\n");
+  ::sleep(2);  // longer than the settling time
+  CtfOptions o = options_for(settled, {dense("x", 1), dense("y", 1)});
+  o.chunk_size_in_bytes = 100;
+  auto first = make_ctf_deserializer(o);
+  EXPECT_FALSE(ctf_index_summary(*first).shared_in_process);
+  auto second = make_ctf_deserializer(o);
+  EXPECT_TRUE(ctf_index_summary(*second).shared_in_process);
+  EXPECT_EQ(ctf_index_summary(*second).sequences, 40u);
+  EXPECT_EQ(second->chunk_infos().size(), first->chunk_infos().size());
+  EXPECT_GT(second->chunk_infos().size(), 1u);
+  EXPECT_EQ(read_all(o).dense, read_all(options_for(settled, o.streams)).dense);
+
+  // Anything the index depends on makes its own.
+  CtfOptions other_chunks = o;
+  other_chunks.chunk_size_in_bytes = 1000;
+  EXPECT_FALSE(ctf_index_summary(*make_ctf_deserializer(other_chunks)).shared_in_process);
+  CtfOptions line_mode = o;
+  line_mode.skip_sequence_ids = true;
+  EXPECT_FALSE(ctf_index_summary(*make_ctf_deserializer(line_mode)).shared_in_process);
+  CtfOptions main_stream = o;
+  main_stream.streams[1].defines_mb_size = true;
+  EXPECT_FALSE(ctf_index_summary(*make_ctf_deserializer(main_stream)).shared_in_process);
+  for (KeyMode mode : {KeyMode::kString, KeyMode::kHashed}) {
+    CtfOptions keyed = o;
+    keyed.keys = std::make_shared<KeyTable>(mode);
+    auto a = make_ctf_deserializer(keyed);
+    keyed.keys = std::make_shared<KeyTable>(mode);
+    auto b = make_ctf_deserializer(keyed);
+    EXPECT_FALSE(ctf_index_summary(*b).shared_in_process);
+    std::vector<SequenceInfo> infos;
+    b->sequence_infos_for_chunk(0, infos);
+    ASSERT_FALSE(infos.empty());
+    EXPECT_EQ(b->key_to_string(infos[0].key), "0");  // b's own key table knows its keys
+  }
+
+  // A file changed since: new content (same size), read as such.
+  { std::ofstream(settled, std::ios::binary) << std::string(text).replace(text.find("|x 0"), 4, "|x 7"); }
+  auto rewritten = make_ctf_deserializer(o);
+  EXPECT_FALSE(ctf_index_summary(*rewritten).shared_in_process);
+  ChunkPtr chunk = rewritten->load_chunk(0);
+  std::vector<SequenceData> data;
+  chunk->get_sequence(0, data);
+  EXPECT_EQ(static_cast<const float*>(data[0].values)[0], 7.0f);
+
+  // Entries are weak: once no deserializer holds an index, the next one indexes the file again.
+  CtfOptions p = options_for(plain, {dense("x", 1)});
+  make_ctf_deserializer(p);
+  EXPECT_FALSE(ctf_index_summary(*make_ctf_deserializer(p)).shared_in_process);
+  auto held = make_ctf_deserializer(p);
+  EXPECT_TRUE(ctf_index_summary(*make_ctf_deserializer(p)).shared_in_process);
+
+  // A process forked while the index is held finds it too (what a DataLoader worker does).
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 3;
+    try {
+      code = ctf_index_summary(*make_ctf_deserializer(p)).shared_in_process ? 0 : 1;
+    } catch (...) {
+      code = 2;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// A file written just now is indexed by every deserializer: its time stamp cannot yet tell a rewrite apart.
+TEST(CtfIndexShared, FreshFilesAreNotShared) {
+  TempDir dir;
+  const std::string f = dir.write("a.ctf", "1 |x 1\n2 |x 2\n");
+  CtfOptions o = options_for(f, {dense("x", 1)});
+  auto first = make_ctf_deserializer(o);
+  EXPECT_FALSE(ctf_index_summary(*make_ctf_deserializer(o)).shared_in_process);
 }
 
 namespace {

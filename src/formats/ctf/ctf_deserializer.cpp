@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "core/text.hpp"
 #include "core/thread_pool.hpp"
 #include "formats/ctf/ctf_index.hpp"
+#include "formats/ctf/ctf_index_registry.hpp"
 #include "formats/ctf/ctf_parser.hpp"
 
 namespace cntkio {
@@ -43,6 +45,12 @@ bool is_cache_writer() {
   return true;
 }
 
+int64_t realtime_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 const std::string& checked_path(const std::string& file) {
   if (file.empty()) throw ConfigError("The CTF deserializer needs a 'file'.", "file");
   return file;
@@ -64,11 +72,25 @@ class CtfDeserializer final : public Deserializer {
       open_cache(first_byte);
     }
     if (!summary_.loaded_from_cache) {
-      size_t index_threads = options_.index_threads;
-      if (index_threads == 0) index_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-      index_ = ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias,
-                                options_.keys.get(), index_threads, options_.index_split_bytes);
-      ctf::form_chunks(index_, options_.chunk_size_in_bytes, file_.size());
+      // Numeric ids are all the index holds of a file's keys; string and hashed ids also live in the
+      // reader's key table, which a shared index would leave empty.
+      const bool shareable = (!options_.keys || options_.keys->is_numeric()) &&
+                             ctf::settled_for_sharing(file_.identity(), realtime_ns());
+      const ctf::SharedIndexKey shared_key{file_.identity(), options_.skip_sequence_ids, alias,
+                                           options_.chunk_size_in_bytes};
+      if (shareable) index_ = ctf::find_shared_index(shared_key);
+      summary_.shared_in_process = index_ != nullptr;
+      if (!index_) {
+        size_t index_threads = options_.index_threads;
+        if (index_threads == 0) index_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+        auto built = std::make_shared<ctf::CtfIndex>(
+            ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias,
+                             options_.keys.get(), index_threads, options_.index_split_bytes));
+        ctf::form_chunks(*built, options_.chunk_size_in_bytes, file_.size());
+        index_ = std::move(built);
+        if (shareable) ctf::share_index(shared_key, index_);
+      }
+      shared_ = shareable;
       // Ids of a string-key corpus depend on the order files are read in, so only numeric or hashed ids are
       // cached.
       const bool cacheable = !options_.keys || options_.keys->mode() != KeyMode::kString;
@@ -77,7 +99,7 @@ class CtfDeserializer final : public Deserializer {
           summary_.cache_not_written_reason = "string sequence keys are not cached";
         } else if (!is_cache_writer()) {
           summary_.cache_not_written_reason = "local rank 0 of this machine writes it";
-        } else if (ctf::write_index_cache(summary_.cache_file, index_, options_.chunk_size_in_bytes,
+        } else if (ctf::write_index_cache(summary_.cache_file, *index_, options_.chunk_size_in_bytes,
                                           file_.size())) {
           summary_.cache_written = true;
         } else {
@@ -85,7 +107,7 @@ class CtfDeserializer final : public Deserializer {
         }
       }
     }
-    for (const auto& c : index_.chunks) {
+    for (const auto& c : index_->chunks) {
       summary_.sequences += c.num_sequences;
       summary_.samples += c.samples;
     }
@@ -97,10 +119,18 @@ class CtfDeserializer final : public Deserializer {
               (alias.empty() ? std::string(".") : " with the input '" + alias + "' (definesMBSize)."),
           where);
     }
-    summary_.chunks = index_.chunks.size();
+    summary_.chunks = index_->chunks.size();
     summary_.file_size = file_.size();
-    summary_.line_mode = index_.line_mode;
-    if (options_.keep_data_in_memory) kept_chunks_.resize(index_.chunks.size());
+    if (logger_.enabled(core::LogLevel::kInfo)) {
+      const char* how = summary_.loaded_from_cache   ? "read from the index cache"
+                        : summary_.shared_in_process ? "taken from another reader of this process"
+                                                     : "built";
+      logger_.log(core::LogLevel::kInfo, "CTF file '" + options_.file + "': index of " +
+                                             std::to_string(summary_.sequences) + " sequences in " +
+                                             std::to_string(summary_.chunks) + " chunks " + how + ".");
+    }
+    summary_.line_mode = index_->line_mode;
+    if (options_.keep_data_in_memory) kept_chunks_.resize(index_->chunks.size());
 
     context_.data = file_.view();
     context_.file = &options_.file;
@@ -119,10 +149,10 @@ class CtfDeserializer final : public Deserializer {
 
   std::vector<ChunkInfo> chunk_infos() const override {
     std::vector<ChunkInfo> out;
-    out.reserve(index_.chunks.size());
-    for (size_t i = 0; i < index_.chunks.size(); ++i) {
+    out.reserve(index_->chunks.size());
+    for (size_t i = 0; i < index_->chunks.size(); ++i) {
       out.push_back(
-          ChunkInfo{static_cast<uint32_t>(i), index_.chunks[i].samples, index_.chunks[i].num_sequences});
+          ChunkInfo{static_cast<uint32_t>(i), index_->chunks[i].samples, index_->chunks[i].num_sequences});
     }
     return out;
   }
@@ -162,6 +192,8 @@ class CtfDeserializer final : public Deserializer {
     return options_.keys ? options_.keys->key_of(key.sequence) : std::to_string(key.sequence);
   }
 
+  std::shared_ptr<const void> shared_index() const override { return shared_ ? index_ : nullptr; }
+
   const CtfIndexSummary& summary() const { return summary_; }
   CtfErrorSummary errors() const {
     return CtfErrorSummary{budget_.counted(), budget_.rows_dropped(), budget_.samples_dropped(),
@@ -187,26 +219,28 @@ class CtfDeserializer final : public Deserializer {
     } catch (const IoError&) {
       return;  // unreadable: index the file as if there were no cache
     }
-    if (ctf::load_cache_chunk_table(cache_->view(), file_.size(), options_.chunk_size_in_bytes, index_)) {
-      lazy_records_.resize(index_.chunks.size());
-      lazy_once_ = std::make_unique<std::once_flag[]>(index_.chunks.size());
+    auto index = std::make_shared<ctf::CtfIndex>();
+    if (ctf::load_cache_chunk_table(cache_->view(), file_.size(), options_.chunk_size_in_bytes, *index)) {
+      lazy_records_.resize(index->chunks.size());
+      lazy_once_ = std::make_unique<std::once_flag[]>(index->chunks.size());
       summary_.lazy_sequence_records = true;
-    } else if (ctf::load_index_cache(cache_->view(), file_.size(), index_)) {
-      ctf::form_chunks(index_, options_.chunk_size_in_bytes, file_.size());
+    } else if (ctf::load_index_cache(cache_->view(), file_.size(), *index)) {
+      ctf::form_chunks(*index, options_.chunk_size_in_bytes, file_.size());
       cache_.reset();
     } else {
       cache_.reset();
       return;
     }
     summary_.loaded_from_cache = true;
-    index_.line_mode =
+    index->line_mode =
         options_.skip_sequence_ids || (first_byte < file_.size() && file_.data()[first_byte] == '|');
+    index_ = std::move(index);
   }
 
   // The index records of a chunk's sequences; from the cache on the chunk's first use when it is read lazily.
   std::span<const ctf::IndexedSequence> chunk_sequences(uint32_t chunk_id) const {
     const ctf::IndexedChunk& chunk = checked_chunk(chunk_id);
-    if (!cache_) return {index_.sequences.data() + chunk.first_sequence, chunk.num_sequences};
+    if (!cache_) return {index_->sequences.data() + chunk.first_sequence, chunk.num_sequences};
     std::call_once(lazy_once_[chunk_id], [&] {
       std::vector<ctf::IndexedSequence> records = ctf::read_cached_chunk(cache_->view(), file_.size(), chunk);
       if (records.empty()) {
@@ -226,11 +260,11 @@ class CtfDeserializer final : public Deserializer {
   }
 
   const ctf::IndexedChunk& checked_chunk(uint32_t chunk_id) const {
-    if (chunk_id >= index_.chunks.size()) {
-      throw UsageError("CTF file '" + options_.file + "' has " + std::to_string(index_.chunks.size()) +
+    if (chunk_id >= index_->chunks.size()) {
+      throw UsageError("CTF file '" + options_.file + "' has " + std::to_string(index_->chunks.size()) +
                        " chunks; chunk " + std::to_string(chunk_id) + " does not exist.");
     }
-    return index_.chunks[chunk_id];
+    return index_->chunks[chunk_id];
   }
 
   size_t first_content_byte() const {
@@ -244,7 +278,7 @@ class CtfDeserializer final : public Deserializer {
 
   void build_key_table() const {
     key_table_.reserve(summary_.sequences);
-    for (uint32_t c = 0; c < index_.chunks.size(); ++c) {
+    for (uint32_t c = 0; c < index_->chunks.size(); ++c) {
       const std::span<const ctf::IndexedSequence> sequences = chunk_sequences(c);
       for (size_t i = 0; i < sequences.size(); ++i) {
         key_table_.push_back(KeyEntry{sequences[i].key, sequences[i].samples, c, static_cast<uint32_t>(i)});
@@ -300,8 +334,10 @@ class CtfDeserializer final : public Deserializer {
   ctf::ErrorBudget budget_;
   std::atomic<bool> had_warnings_{false};
   std::vector<StreamInfo> streams_;
-  ctf::CtfIndex index_;
-  // With a cache's chunk table: the mapped cache, and each chunk's records once read (index_.sequences
+  // Read-only once built, so deserializers of the same file may share it (ctf_index_registry.hpp).
+  std::shared_ptr<const ctf::CtfIndex> index_;
+  bool shared_ = false;  // index_ is in the process's registry
+  // With a cache's chunk table: the mapped cache, and each chunk's records once read (index_->sequences
   // stays empty).
   std::unique_ptr<core::MappedFile> cache_;
   mutable std::vector<std::vector<ctf::IndexedSequence>> lazy_records_;

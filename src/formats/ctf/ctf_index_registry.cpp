@@ -1,0 +1,51 @@
+#include "formats/ctf/ctf_index_registry.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+namespace cntkio::ctf {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<SharedIndexKey, std::weak_ptr<const CtfIndex>> entries;
+};
+
+Registry& registry() {
+  // Never destroyed: deserializers destroyed during static destruction may still look it up.
+  static Registry* instance = [] {
+    auto* r = new Registry;
+    // A fork while another thread holds the mutex would leave it locked forever in the child; the handlers
+    // keep fork out of the (short) critical sections instead.
+    ::pthread_atfork([] { registry().mutex.lock(); }, [] { registry().mutex.unlock(); },
+                     [] { registry().mutex.unlock(); });
+    return r;
+  }();
+  return *instance;
+}
+
+}  // namespace
+
+bool settled_for_sharing(const core::FileIdentity& file, int64_t now_ns) {
+  constexpr int64_t kSettleNs = 1000000000;
+  return std::max(file.mtime_ns, file.ctime_ns) <= now_ns - kSettleNs;
+}
+
+std::shared_ptr<const CtfIndex> find_shared_index(const SharedIndexKey& key) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.entries.find(key);
+  return it == r.entries.end() ? nullptr : it->second.lock();
+}
+
+void share_index(const SharedIndexKey& key, const std::shared_ptr<const CtfIndex>& index) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::erase_if(r.entries, [](const auto& entry) { return entry.second.expired(); });
+  r.entries[key] = index;
+}
+
+}  // namespace cntkio::ctf
