@@ -19,6 +19,7 @@
 #include "cntkio/errors.hpp"
 #include "cntkio/minibatch_source.hpp"
 #include "cntkio/version.hpp"
+#include "formats/ctf/ctf_index_registry.hpp"
 #include "pipeline/registry.hpp"
 
 namespace py = pybind11;
@@ -348,4 +349,7 @@ PYBIND11_MODULE(_core, m) {
     return d;
   });
   m.def("known_deserializer_types", &pipeline::known_deserializer_types);
+  m.def("ctf_index_builds", &ctf::index_builds,
+        "CTF files indexed by scanning them in this process so far (a forked process counts on from its "
+        "parent's number); a reader that took a shared index or read a cache adds none.");
 }

@@ -220,42 +220,55 @@ def test_state_dict_resumes_without_loss_or_repeat(data, workers_before, workers
     assert resumed.epoch == 1  # the loader moved on to the next epoch
 
 
-def logged_source(path, calls=None):
-    if calls is not None:
-        calls.append(os.getpid())
+def counted_source(path, log=None):
+    """A file-order source over `path`; with `log`, appends "pid indexes-built-before indexes-built-after"."""
+    before = cntkio._core.ctf_index_builds()
     streams = cntkio.StreamDefs(features=cntkio.StreamDef(field="f", shape=2))
-    return cntkio.MinibatchSource(cntkio.CTFDeserializer(path, streams), randomize=False, trace_level=2)
+    source = cntkio.MinibatchSource(cntkio.CTFDeserializer(path, streams), randomize=False)
+    if log is not None:
+        with open(log, "a") as out:
+            out.write("%d %d %d\n" % (os.getpid(), before, cntkio._core.ctf_index_builds()))
+    return source
 
 
-def test_the_dataset_indexes_once_for_its_workers_and_epochs(data, capfd):
+def builds(log):
+    """{pid: indexes that pid built while making its sources}, and the log emptied."""
+    per_pid = {}
+    if os.path.exists(log):
+        for line in open(log):
+            pid, before, after = map(int, line.split())
+            per_pid[pid] = per_pid.get(pid, 0) + after - before
+        os.remove(log)
+    return per_pid
+
+
+def test_the_dataset_indexes_once_for_its_workers_and_epochs(data, tmp_path):
     time.sleep(1.1)  # an index is shared only for a file that has been still for a second
-    calls = []
-    dataset = cntkio.torch.MinibatchDataset(functools.partial(logged_source, data, calls), 10)
-    assert calls == [os.getpid()]  # made here, at once
-    err = capfd.readouterr().err
-    assert err.count("index of %d sequences" % N) == 1 and err.count("built.") == 1, err
+    log = str(tmp_path / "sources.log")
+    dataset = cntkio.torch.MinibatchDataset(functools.partial(counted_source, data, log), 10)
+    assert builds(log) == {os.getpid(): 1}  # made here, at once
     in_process = collect(dataset, workers=0)  # reads with the source made above
-    assert len(calls) == 1
+    assert builds(log) == {}
     assert sorted(collect(dataset, workers=2)) == sorted(in_process) == list(range(N))
-    err = capfd.readouterr().err
-    assert err.count("index of %d sequences" % N) == 2 and err.count("taken from another reader") == 2, err
+    workers = builds(log)
+    assert len(workers) == 2 and os.getpid() not in workers and set(workers.values()) == {0}
     dataset.set_epoch(1)
     assert sorted(collect(dataset, workers=0)) == list(range(N))
-    assert capfd.readouterr().err.count("taken from another reader") == 1
+    assert builds(log) == {os.getpid(): 0}
 
     # share_index=False: nothing made here; every worker indexes the file itself.
-    own = cntkio.torch.MinibatchDataset(functools.partial(logged_source, data), 10, share_index=False)
+    own = cntkio.torch.MinibatchDataset(functools.partial(counted_source, data, log), 10, share_index=False)
     del dataset
-    assert capfd.readouterr().err == ""
+    assert builds(log) == {}
     assert sorted(collect(own, workers=2)) == list(range(N))
-    err = capfd.readouterr().err
-    assert err.count("built.") == 2 and "taken from" not in err, err
+    workers = builds(log)
+    assert len(workers) == 2 and set(workers.values()) == {1}
 
 
 def test_a_bad_source_fails_when_the_dataset_is_made(tmp_path):
     with pytest.raises(OSError, match="missing.ctf"):
-        cntkio.torch.MinibatchDataset(functools.partial(logged_source, str(tmp_path / "missing.ctf")), 10)
-    lazy = cntkio.torch.MinibatchDataset(functools.partial(logged_source, str(tmp_path / "missing.ctf")), 10,
+        cntkio.torch.MinibatchDataset(functools.partial(counted_source, str(tmp_path / "missing.ctf")), 10)
+    lazy = cntkio.torch.MinibatchDataset(functools.partial(counted_source, str(tmp_path / "missing.ctf")), 10,
                                          share_index=False)
     with pytest.raises(OSError, match="missing.ctf"):
         next(iter(lazy))

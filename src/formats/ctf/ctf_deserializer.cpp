@@ -87,6 +87,7 @@ class CtfDeserializer final : public Deserializer {
             ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias,
                              options_.keys.get(), index_threads, options_.index_split_bytes));
         ctf::form_chunks(*built, options_.chunk_size_in_bytes, file_.size());
+        ctf::count_index_build();
         index_ = std::move(built);
         if (shareable) ctf::share_index(shared_key, index_);
       }
@@ -121,14 +122,6 @@ class CtfDeserializer final : public Deserializer {
     }
     summary_.chunks = index_->chunks.size();
     summary_.file_size = file_.size();
-    if (logger_.enabled(core::LogLevel::kInfo)) {
-      const char* how = summary_.loaded_from_cache   ? "read from the index cache"
-                        : summary_.shared_in_process ? "taken from another reader of this process"
-                                                     : "built";
-      logger_.log(core::LogLevel::kInfo, "CTF file '" + options_.file + "': index of " +
-                                             std::to_string(summary_.sequences) + " sequences in " +
-                                             std::to_string(summary_.chunks) + " chunks " + how + ".");
-    }
     summary_.line_mode = index_->line_mode;
     if (options_.keep_data_in_memory) kept_chunks_.resize(index_->chunks.size());
 

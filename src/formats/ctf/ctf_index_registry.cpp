@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -27,7 +28,12 @@ Registry& registry() {
   return *instance;
 }
 
+std::atomic<uint64_t> g_index_builds{0};
+
 }  // namespace
+
+void count_index_build() { g_index_builds.fetch_add(1, std::memory_order_relaxed); }
+uint64_t index_builds() { return g_index_builds.load(std::memory_order_relaxed); }
 
 bool settled_for_sharing(const core::FileIdentity& file, int64_t now_ns) {
   constexpr int64_t kSettleNs = 1000000000;

@@ -36,4 +36,10 @@ std::shared_ptr<const CtfIndex> find_shared_index(const SharedIndexKey& key);
 /// Registers `index` under `key` (replacing an entry whose index is gone).
 void share_index(const SharedIndexKey& key, const std::shared_ptr<const CtfIndex>& index);
 
+/// Counts one index built by scanning a file (CtfDeserializer calls it).
+void count_index_build();
+/// Indexes built by scanning files in this process so far (a forked process starts from its parent's count):
+/// what tests read to see that a reader took an index instead of building one.
+uint64_t index_builds();
+
 }  // namespace cntkio::ctf
