@@ -93,7 +93,8 @@ class ComposedSource final : public MinibatchSource {
       // CNTK's shim also ends the epoch on an empty minibatch in mid-epoch (possible for one worker of
       // many); that drops the rest of the epoch for this worker, so we keep reading instead.
       if (r.minibatch.empty()) continue;
-      out = std::move(r.minibatch);
+      std::swap(out, r.minibatch);
+      packer_->recycle(std::move(r.minibatch));  // the caller's previous minibatch: its buffers are reused
       schedule();
       return true;
     }

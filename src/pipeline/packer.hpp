@@ -51,6 +51,9 @@ class Packer {
   /// sequences again into the same slots. Returns false, changing nothing, when `state` does not fit the
   /// current configuration (another number of slots); throws UsageError when the data no longer match it.
   virtual bool restore(const PackerState& state) { return !state.present; }
+  /// Hands back a minibatch the caller no longer needs, whose buffers a later read_minibatch may reuse (the
+  /// only call that may come from another thread than the packer's). Packers that do not reuse drop it.
+  virtual void recycle(Minibatch&& used) { (void)used; }
 };
 
 /// `local_timeline`: budgets per worker (composite reader / v2) instead of the global minibatch size.

@@ -155,12 +155,53 @@ void check_fixed_shape(const StreamInfo& stream, const SequenceData& data, const
   }
 }
 
+void prefetch_sequences(const Sequences& sequences) {
+  constexpr size_t kLinesPerArray = 4;  // enough for the short sequences where latency, not bandwidth, rules
+  auto prefetch = [](const void* p, size_t bytes) {
+    const auto* c = static_cast<const char*>(p);
+    for (size_t at = 0; at < bytes && at < kLinesPerArray * 64; at += 64) __builtin_prefetch(c + at);
+  };
+  for (const std::vector<SequenceData>& stream : sequences.data) {
+    for (const SequenceData& seq : stream) {
+      if (seq.nnz_counts != nullptr) {
+        prefetch(seq.nnz_counts, seq.number_of_samples * sizeof(uint32_t));
+        prefetch(seq.indices, seq.total_nnz * sizeof(int32_t));
+        prefetch(seq.values, seq.total_nnz * sizeof(double));
+      } else {
+        prefetch(seq.values, kLinesPerArray * 64);
+      }
+    }
+  }
+}
+
 void pack_dense(const StreamInfo& stream, const Layout& layout, const std::vector<SequenceData>& data,
                 std::vector<unsigned char>& values) {
   const size_t sample_bytes = stream.sample_dim() * element_size(stream.element_type);
-  values.assign(layout.num_columns() * sample_bytes, 0);
+  // Every column written once: samples copied, gaps zeroed. That needs a layout whose entries cover each
+  // column exactly once (every packed or frame layout); anything else is zeroed in full first.
+  size_t covered = 0;
   for (const Layout::Entry& e : layout.entries) {
-    if (e.is_gap) continue;
+    const auto begin = static_cast<size_t>(std::max<ptrdiff_t>(e.t_begin, 0));
+    covered += e.is_gap ? static_cast<size_t>(e.t_end) - std::min(begin, static_cast<size_t>(e.t_end))
+                        : data[e.sequence_index].number_of_samples;
+  }
+  const bool exact = covered == layout.num_columns();
+  // Over a reused buffer of the same size, resize writes nothing; a fresh one is zeroed by it anyway.
+  if (exact) {
+    values.resize(layout.num_columns() * sample_bytes);
+  } else {
+    values.assign(layout.num_columns() * sample_bytes, 0);
+  }
+  for (const Layout::Entry& e : layout.entries) {
+    if (e.is_gap) {
+      if (exact) {
+        for (auto t = static_cast<size_t>(std::max<ptrdiff_t>(e.t_begin, 0));
+             t < static_cast<size_t>(e.t_end); ++t) {
+          std::memset(values.data() + (t * layout.num_parallel + e.row) * sample_bytes, 0, sample_bytes);
+        }
+      }
+      continue;
+    }
     const SequenceData& seq = data[e.sequence_index];
     const auto* src = static_cast<const unsigned char*>(seq.values);
     const auto begin = static_cast<size_t>(std::max<ptrdiff_t>(e.t_begin, 0));

@@ -38,6 +38,12 @@ std::vector<size_t> batch_sample_shape(const StreamInfo& stream, const std::vect
 /// Throws unless `data` fits a stream of fixed shape (BPTT packing needs fixed shapes).
 void check_fixed_shape(const StreamInfo& stream, const SequenceData& data, const std::string& key);
 
+/// Asks the cache for the first bytes of every sequence of `sequences` (values, and for sparse streams
+/// indices and counts). A randomized minibatch's sequences lie anywhere in the loaded chunks: requested
+/// together, up front, their cache misses overlap each other and the packer's other work instead of coming
+/// one by one.
+void prefetch_sequences(const Sequences& sequences);
+
 /// Dense stream: writes every non-gap column of `layout` from `data[sequence_index]`; gap columns are zero.
 void pack_dense(const StreamInfo& stream, const Layout& layout, const std::vector<SequenceData>& data,
                 std::vector<unsigned char>& values);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "cntkio/errors.hpp"
 #include "cntkio/minibatch.hpp"
+#include "pipeline/packer_common.hpp"
 #include "pipeline/sequence_enumerator.hpp"
 
 namespace cntkio::pipeline {
@@ -316,6 +318,69 @@ TEST(SequencePacker, DenseColumnsAreTimeMajorAndGapColumnsZero) {
   EXPECT_TRUE(b.row_indices.empty());
   EXPECT_TRUE(b.col_starts.empty());
   EXPECT_EQ(source->requests, (std::vector<std::pair<size_t, size_t>>{{4, 4}, {4, 4}}));
+}
+
+// A minibatch handed back is written over in place: gap columns where it held data are zeroed, a stream's
+// sparse arrays are refilled, and keys replaced; the result equals packing into fresh buffers.
+TEST(SequencePacker, RecycledBuffersGiveTheSameMinibatches) {
+  auto script = [](ScriptedEnumerator& source) {
+    for (int round = 0; round < 3; ++round) {
+      source.add_call(
+          {{source.dense<float>({9, 9, 9, 9, 9, 9}, 2), source.sparse<float>({{{1, 9.f}}, {}, {{2, 9.f}}})},
+           {source.dense<float>({9, 9, 9, 9, 9, 9}, 2),
+            source.sparse<float>({{{0, 9.f}, {3, 9.f}}, {}, {}})}},
+          {1, 2});
+      source.add_call(
+          {{source.dense<float>({1, 2, 3, 4, 5, 6}, 2), source.sparse<float>({{{4, 1.f}}, {}, {}})},
+           {source.dense<float>({7, 8}, 2), source.sparse<float>({{{2, 5.f}}})}},
+          {10, 11});
+    }
+  };
+  const std::vector<StreamInfo> streams{make_stream("f", 2), make_stream("w", 5, StorageFormat::kSparseCsc)};
+  auto fresh_source = std::make_shared<ScriptedEnumerator>(streams);
+  auto reused_source = std::make_shared<ScriptedEnumerator>(streams);
+  script(*fresh_source);
+  script(*reused_source);
+  auto fresh = make_sequence_packer(fresh_source, false);
+  auto reused = make_sequence_packer(reused_source, false);
+  fresh->set_configuration(config_of(6));
+  reused->set_configuration(config_of(6));
+  for (int k = 0; k < 6; ++k) {
+    SCOPED_TRACE("minibatch " + std::to_string(k));
+    const Minibatch expected = fresh->read_minibatch();
+    Minibatch got = reused->read_minibatch();
+    EXPECT_EQ(got.keys, expected.keys);
+    ASSERT_EQ(got.streams.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(got.streams[i].layout, expected.streams[i].layout);
+      EXPECT_EQ(got.streams[i].values, expected.streams[i].values);
+      EXPECT_EQ(got.streams[i].row_indices, expected.streams[i].row_indices);
+      EXPECT_EQ(got.streams[i].col_starts, expected.streams[i].col_starts);
+    }
+    if (k % 2 == 1) {
+      EXPECT_EQ(values_of<float>(got.streams[0]), (std::vector<float>{1, 2, 7, 8, 3, 4, 0, 0, 5, 6, 0, 0}));
+    }
+    reused->recycle(std::move(got));
+  }
+}
+
+// Writing each value once needs entries that cover every column; a layout that leaves columns uncovered
+// gets them zeroed, whatever the buffer held.
+TEST(PackDense, ColumnsNoEntryCoversAreZeroEvenInAReusedBuffer) {
+  const StreamInfo stream = make_stream("f", 1);
+  std::vector<float> a{1, 2};
+  SequenceData d;
+  d.number_of_samples = 2;
+  d.values = a.data();
+  std::vector<unsigned char> buffer(4 * sizeof(float), 0xFF);
+  packer_detail::pack_dense(stream, layout_of(2, 2, {seq(0, 0, 0, 2)}), {d}, buffer);  // row 1 uncovered
+  std::vector<float> got(4);
+  std::memcpy(got.data(), buffer.data(), sizeof(float) * 4);
+  EXPECT_EQ(got, (std::vector<float>{1, 0, 2, 0}));
+  std::fill(buffer.begin(), buffer.end(), 0xFF);
+  packer_detail::pack_dense(stream, layout_of(2, 2, {seq(0, 0, 0, 2), gap(1, 0, 2)}), {d}, buffer);
+  std::memcpy(got.data(), buffer.data(), sizeof(float) * 4);
+  EXPECT_EQ(got, (std::vector<float>{1, 0, 2, 0}));
 }
 
 TEST(SequencePacker, DenseDoubleKeepsElementType) {
