@@ -66,6 +66,9 @@ class Chunk {
   virtual ~Chunk() = default;
   /// Appends one SequenceData per stream (in stream-id order) of sequence `index_in_chunk` to `out`.
   virtual void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const = 0;
+  /// A hint that get_sequence(index_in_chunk) follows soon: a chunk may ask the cache for what it will read,
+  /// so that the misses of many sequences overlap. It must not change anything; the default does nothing.
+  virtual void prefetch_sequence(uint32_t index_in_chunk) const { (void)index_in_chunk; }
 };
 
 /// A loaded chunk; holding it keeps its SequenceData views valid.

@@ -122,11 +122,18 @@ std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t loc
   result.end_of_epoch |= position_ + global >= end;
   position_ += global;
 
+  // The sequences lie anywhere in the loaded chunks: asked for all at once, their cache misses overlap.
+  taken_chunks_.clear();
   for (const RandomizedSequence& s : taken_) {
-    const ChunkPtr chunk = chunk_at(s.source_position);
-    append_sequence(result, chunk, chunk_randomizer_.chunks()[s.source_position].chunk_id, s.index_in_chunk,
-                    s.key, scratch_);
+    taken_chunks_.push_back(chunk_at(s.source_position));
+    taken_chunks_.back()->prefetch_sequence(s.index_in_chunk);
   }
+  for (size_t k = 0; k < taken_.size(); ++k) {
+    const RandomizedSequence& s = taken_[k];
+    append_sequence(result, taken_chunks_[k], chunk_randomizer_.chunks()[s.source_position].chunk_id,
+                    s.index_in_chunk, s.key, scratch_);
+  }
+  taken_chunks_.clear();
   evict();
   return {global, local};
 }

@@ -87,6 +87,7 @@ class BlockRandomizer : public SequenceEnumerator {
   DeliveredBefore delivered_;   // elastic resume: owner in the earlier run = source position mod its size
   size_t delivered_until_ = 0;  // the skip rule ends here (largest earlier position)
   std::vector<RandomizedSequence> taken_;
+  std::vector<ChunkPtr> taken_chunks_;  // the chunk of each of taken_ (load(): filled and emptied there)
   std::vector<SequenceData> scratch_;
 };
 

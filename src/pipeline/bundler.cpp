@@ -52,6 +52,10 @@ class BundledChunk final : public Chunk {
     }
   }
 
+  void prefetch_sequence(uint32_t index_in_chunk) const override {
+    primary_->prefetch_sequence(index_in_chunk);
+  }
+
   ChunkPtr primary_;
   size_t secondaries_;
   std::vector<size_t> stream_counts_;

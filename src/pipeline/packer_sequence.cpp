@@ -79,27 +79,36 @@ class SequencePacker : public Packer {
   }
 
   void recycle(Minibatch&& used) override {
+    size_t bytes = 0;
+    for (const StreamBatch& s : used.streams) {
+      bytes += s.values.capacity() + (s.row_indices.capacity() + s.col_starts.capacity()) * sizeof(int32_t);
+    }
     std::lock_guard<std::mutex> lock(spare_mutex_);
-    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(used));
+    if (!spare_.empty() && spare_bytes_ + bytes > kMaxSpareBytes) return;  // dropped (freed) instead
+    spare_bytes_ += bytes;
+    spare_.emplace_back(std::move(used), bytes);
   }
 
  private:
   // Buffers of minibatches handed back: written over in place, they need no allocation and no page faults,
-  // and dense values are written once instead of zeroed first (pack_dense). A few suffice: the caller hands
-  // one back for every one it takes.
-  static constexpr size_t kMaxSpare = 4;
+  // and dense values are written once instead of zeroed first (pack_dense). The caller hands one back for
+  // each it takes, so the spares never outnumber the minibatches read ahead; the byte cap (always one
+  // allowed) bounds what they hold when the caller reads faster than they are reused.
+  static constexpr size_t kMaxSpareBytes = 1 << 20;
 
   void take_spare(Minibatch& result) {
     std::lock_guard<std::mutex> lock(spare_mutex_);
     if (spare_.empty()) return;
-    result.streams = std::move(spare_.back().streams);
-    result.keys = std::move(spare_.back().keys);
+    result.streams = std::move(spare_.back().first.streams);
+    result.keys = std::move(spare_.back().first.keys);
     result.keys.clear();
+    spare_bytes_ -= spare_.back().second;
     spare_.pop_back();
   }
 
   std::mutex spare_mutex_;
-  std::vector<Minibatch> spare_;
+  std::vector<std::pair<Minibatch, size_t>> spare_;  // (minibatch, bytes of its buffers)
+  size_t spare_bytes_ = 0;
   std::shared_ptr<SequenceEnumerator> source_;
   bool local_timeline_;
   bool frame_mode_;

@@ -504,6 +504,20 @@ TEST(CtfIndexShared, SameFileAndOptionsShareOneIndexWhileItIsHeld) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// prefetch_sequence is only a hint: any index, in range or not, leaves what get_sequence returns unchanged.
+TEST(CtfChunk, PrefetchSequenceChangesNothing) {
+  TempDir dir;
+  const std::string f = dir.write("a.ctf", "1 |x 1 |y 2:1\n1 |x 2\n2 |x 3 |y 0:4\n");
+  auto d = make_ctf_deserializer(options_for(f, {dense("x", 1), sparse("y", 3)}));
+  ChunkPtr chunk = d->load_chunk(0);
+  for (uint32_t index : {0u, 1u, 2u, 1000u, 0xFFFFFFFFu}) chunk->prefetch_sequence(index);
+  std::vector<SequenceData> data;
+  chunk->get_sequence(1, data);
+  ASSERT_EQ(data.size(), 2u);
+  EXPECT_EQ(static_cast<const float*>(data[0].values)[0], 3.0f);
+  EXPECT_EQ(data[1].indices[0], 0);
+}
+
 // A file written just now is indexed by every deserializer: its time stamp cannot yet tell a rewrite apart.
 TEST(CtfIndexShared, FreshFilesAreNotShared) {
   TempDir dir;

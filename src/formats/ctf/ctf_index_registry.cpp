@@ -32,8 +32,12 @@ std::atomic<uint64_t> g_index_builds{0};
 
 }  // namespace
 
-void count_index_build() { g_index_builds.fetch_add(1, std::memory_order_relaxed); }
-uint64_t index_builds() { return g_index_builds.load(std::memory_order_relaxed); }
+void count_index_build() {
+  g_index_builds.fetch_add(1, std::memory_order_relaxed);
+}
+uint64_t index_builds() {
+  return g_index_builds.load(std::memory_order_relaxed);
+}
 
 bool settled_for_sharing(const core::FileIdentity& file, int64_t now_ns) {
   constexpr int64_t kSettleNs = 1000000000;

@@ -168,6 +168,13 @@ class CtfChunk final : public Chunk {
     }
   }
 
+  void prefetch_sequence(uint32_t index_in_chunk) const override {
+    const size_t first = static_cast<size_t>(index_in_chunk) * num_streams_;
+    if (first + num_streams_ > slots_.size()) return;
+    __builtin_prefetch(&slots_[first]);
+    __builtin_prefetch(&slots_[first + num_streams_ - 1]);
+  }
+
   std::vector<std::vector<StreamStorage<T>>> parts_;  // [part][stream]
   std::vector<bool> sparse_;
   std::vector<Slot> slots_;  // [sequence * streams + stream]
