@@ -135,6 +135,7 @@ std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t loc
   }
   taken_chunks_.clear();
   evict();
+  loader_.flush();  // the next chunks load while these sequences are delivered
   return {global, local};
 }
 

@@ -1,5 +1,7 @@
 #include "pipeline/chunk_loader.hpp"
 
+#include <algorithm>
+
 #include "pipeline/randomizer_common.hpp"
 
 namespace cntkio::pipeline {
@@ -12,14 +14,33 @@ ChunkLoader::~ChunkLoader() = default;
 
 void ChunkLoader::prefetch(uint32_t chunk_id) {
   if (!pool_ || pool_->size() == 0 || chunks_.count(chunk_id) != 0) return;
+  if (std::find(wanted_.begin(), wanted_.end(), chunk_id) == wanted_.end()) wanted_.push_back(chunk_id);
+}
+
+void ChunkLoader::flush() {
+  std::vector<uint32_t> wanted;
+  wanted.swap(wanted_);
+  for (uint32_t chunk_id : wanted) {
+    if (chunks_.count(chunk_id) == 0) start_load(chunk_id);
+  }
+}
+
+void ChunkLoader::start_load(uint32_t chunk_id) {
   std::shared_ptr<Deserializer> deserializer = deserializer_;
-  chunks_.emplace(
-      chunk_id,
-      pool_->submit([deserializer, chunk_id] { return load_chunk_checked(*deserializer, chunk_id); })
-          .share());
+  auto dropped = std::make_shared<std::atomic<bool>>(false);
+  auto cancelled = cancelled_;
+  auto load = [deserializer, chunk_id, dropped, cancelled]() -> ChunkPtr {
+    if (dropped->load(std::memory_order_acquire)) {  // nobody waits for it any more
+      cancelled->fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
+    }
+    return load_chunk_checked(*deserializer, chunk_id);
+  };
+  chunks_.emplace(chunk_id, Entry{pool_->submit(std::move(load)).share(), std::move(dropped)});
 }
 
 ChunkPtr ChunkLoader::get(uint32_t chunk_id) {
+  flush();
   auto it = chunks_.find(chunk_id);
   if (it == chunks_.end()) {
     std::promise<ChunkPtr> loaded;
@@ -30,10 +51,10 @@ ChunkPtr ChunkLoader::get(uint32_t chunk_id) {
     } catch (...) {
       loaded.set_exception(std::current_exception());
     }
-    it = chunks_.emplace(chunk_id, loaded.get_future().share()).first;
+    it = chunks_.emplace(chunk_id, Entry{loaded.get_future().share(), nullptr}).first;
   }
   try {
-    return it->second.get();
+    return it->second.chunk.get();
   } catch (...) {
     chunks_.erase(it);  // a later request (e.g. after a restore) tries again
     throw;
@@ -41,10 +62,12 @@ ChunkPtr ChunkLoader::get(uint32_t chunk_id) {
 }
 
 void ChunkLoader::retain_if(const std::function<bool(uint32_t)>& keep) {
+  std::erase_if(wanted_, [&](uint32_t chunk_id) { return !keep(chunk_id); });
   for (auto it = chunks_.begin(); it != chunks_.end();) {
     if (keep(it->first)) {
       ++it;
     } else {
+      if (it->second.dropped) it->second.dropped->store(true, std::memory_order_release);
       it = chunks_.erase(it);
     }
   }

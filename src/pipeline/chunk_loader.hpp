@@ -7,11 +7,13 @@
 // Thread-safety: one thread (the randomizer's) calls it; the loads themselves run on the pool.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "cntkio/deserializer.hpp"
 #include "core/thread_pool.hpp"
@@ -26,19 +28,35 @@ class ChunkLoader {
   ChunkLoader(const ChunkLoader&) = delete;
   ChunkLoader& operator=(const ChunkLoader&) = delete;
 
-  /// Starts loading `chunk_id` in the background unless it is loaded or loading (no-op without a pool).
+  /// Marks `chunk_id` for loading in the background unless it is loaded or loading (no-op without a pool).
+  /// The loads start at the next flush() or get(), in the order they were asked for: a restore right after
+  /// a start_epoch thus never loads the start's window.
   void prefetch(uint32_t chunk_id);
+  /// Starts the background loads prefetch() asked for.
+  void flush();
   /// The chunk, loaded now or awaited; rethrows the error of its load.
   ChunkPtr get(uint32_t chunk_id);
-  /// Drops every chunk for which `keep` is false (a load in flight finishes and is discarded).
+  /// Drops every chunk for which `keep` is false. A background load that has not started yet is cancelled
+  /// (a restore or a new sweep can drop a whole window of queued loads); one in flight finishes and is
+  /// discarded.
   void retain_if(const std::function<bool(uint32_t)>& keep);
   void clear();
   size_t size() const { return chunks_.size(); }
+  /// Background loads cancelled before they started, so far (for tests).
+  uint64_t cancelled_loads() const { return *cancelled_; }
 
  private:
+  void start_load(uint32_t chunk_id);
+
+  struct Entry {
+    std::shared_future<ChunkPtr> chunk;
+    std::shared_ptr<std::atomic<bool>> dropped;  // set when the entry is dropped; null for loads done here
+  };
   std::shared_ptr<Deserializer> deserializer_;
   std::shared_ptr<core::ThreadPool> pool_;
-  std::unordered_map<uint32_t, std::shared_future<ChunkPtr>> chunks_;
+  std::unordered_map<uint32_t, Entry> chunks_;
+  std::vector<uint32_t> wanted_;  // prefetch()ed, not started yet
+  std::shared_ptr<std::atomic<uint64_t>> cancelled_ = std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 }  // namespace cntkio::pipeline

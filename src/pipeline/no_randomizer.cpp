@@ -155,6 +155,7 @@ Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t lo
   for (size_t k = 1; k <= prefetch_depth_ && k < chunks_.size(); ++k) {
     loader_.prefetch(chunks_[(chunk_ + k) % chunks_.size()].id);
   }
+  loader_.flush();
   cleaner_.clean(result);
   return result;
 }
