@@ -109,6 +109,14 @@ class MinibatchSource {
   /// Global sample position (scheduling samples) after the last minibatch returned.
   virtual size_t current_sample_position() const = 0;
 
+  /// Samples (scheduling samples) in one sweep of the data: where epoch 1 of full-sweep epochs starts.
+  /// Configures the reader as start_epoch(1, 1, kFullSweep) does, without reading ahead, so a caller that
+  /// only wants the number and then reconfigures pays no chunk loads.
+  virtual size_t sweep_size() {
+    start_epoch(1, 1, kFullSweep);
+    return current_sample_position();
+  }
+
   /// v2 (cntk.io) reading: one endless epoch limited by `max_samples` (kInfinitelyRepeat, kFullDataSweep or a
   /// count) or `max_sweeps`; minibatches may cross sweep boundaries. The first next_minibatch_v2 call starts
   /// it.

@@ -258,8 +258,7 @@ class Reader {
     check_process();
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    source_->start_epoch(1, 1, kFullSweep, 0, 1);
-    return source_->current_sample_position();
+    return source_->sweep_size();
   }
 
  private:

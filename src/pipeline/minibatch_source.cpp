@@ -78,10 +78,24 @@ class ComposedSource final : public MinibatchSource {
     config.epoch_index = epoch_index;
     config.allow_minibatches_to_cross_sweeps = false;
     config.truncation_length = truncation_length_;
-    begin(config);
+    begin_then_restore(config);
     v2_mode_ = false;
     v2_started_ = false;
     apply_pending_restore();
+  }
+
+  size_t sweep_size() override {
+    // As the base class, but without starting to read ahead: the caller reconfigures the reader next (the
+    // read-ahead of this epoch would load the whole first randomization window for nothing).
+    hold_prefetch_ = true;
+    try {
+      start_epoch(1, 1, kFullSweep, 0, 1);
+    } catch (...) {
+      hold_prefetch_ = false;
+      throw;
+    }
+    hold_prefetch_ = false;
+    return current_sample_position();
   }
 
   bool next_minibatch(Minibatch& out) override {
@@ -146,7 +160,7 @@ class ComposedSource final : public MinibatchSource {
       } else {
         config.total_epoch_size_in_samples = max_samples_;
       }
-      begin(config);
+      begin_then_restore(config);
       v2_mode_ = true;
       v2_started_ = true;
       apply_pending_restore();
@@ -251,6 +265,16 @@ class ComposedSource final : public MinibatchSource {
     restore(restored);
   }
 
+  // begin(), but with a restore to come (apply_pending_restore, which starts reading ahead itself) nothing is
+  // read ahead from the epoch's start: that would load the start's whole randomization window, and the
+  // restore would then wait for it and drop it.
+  void begin_then_restore(const EpochConfiguration& config) {
+    const bool held = hold_prefetch_;
+    hold_prefetch_ = held || pending_restore_.has_value();
+    begin(config);
+    hold_prefetch_ = held;
+  }
+
   void begin(const EpochConfiguration& config) {
     config_ = config;
     configured_ = true;
@@ -339,7 +363,8 @@ class ComposedSource final : public MinibatchSource {
   // Reads the next minibatches on the prefetch thread; the packer and enumerator are only ever used by one
   // thread at a time (the caller takes a batch before it touches them or schedules the next one).
   void schedule() {
-    if (!prefetch_ || epoch_over_ || produced_epoch_end_ || failure_ || pending_.valid()) return;
+    if (!prefetch_ || hold_prefetch_ || epoch_over_ || produced_epoch_end_ || failure_ || pending_.valid())
+      return;
     pending_ = prefetch_thread_.submit([this] { return read_batch(); });
   }
 
@@ -356,6 +381,7 @@ class ComposedSource final : public MinibatchSource {
   std::unique_ptr<pipeline::Packer> packer_;
   size_t truncation_length_;
   bool prefetch_;
+  bool hold_prefetch_ = false;  // sweep_size(): configure without reading ahead
   core::ThreadPool prefetch_thread_{1};
   std::future<ReadBatch> pending_;
   std::deque<ReadResult> ready_;  // read ahead, not yet delivered

@@ -344,6 +344,61 @@ TEST(SourceThreads, ChunksParsedOnSeveralThreadsGiveTheSameMinibatches) {
   }
 }
 
+// A chunk is parsed only for positions that are read: not for the epoch start that a restore replaces before
+// the first read, and not by sweep_size(). Each chunk holds one bad value, so skip_report().errors counts the
+// chunks parsed.
+TEST(SourceReadAhead, ARestoreBeforeTheFirstReadLoadsOnlyTheRestoredWindow) {
+  const fs::path dir = fs::temp_directory_path() / ("cntkio_readahead_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string file = (dir / "data.ctf").string();
+  constexpr size_t kChunks = 16;
+  {
+    std::ofstream out(file);
+    for (size_t c = 0; c < kChunks; ++c) {
+      for (size_t i = 0; i < 4; ++i) {  // 10 bytes a row, 40 a chunk; the first sequence has a bad second row
+        const size_t key = c * 4 + i;
+        out << (key < 10 ? "0" : "") << key << " |x 10\n";
+        if (i == 0) out << (key < 10 ? "0" : "") << key << " |x 1q\n";
+      }
+    }
+  }
+  const std::string text =
+      "R = [ reader = [ readerType = CNTKTextFormatReader\n chunkSizeInBytes = 40\n "
+      "randomize = true\n maxErrors = 1000\n traceLevel = 0\n loaderThreads = 2\n file = \"" +
+      file + "\"\n input = [ x = [ dim = 1 ; format = dense ] ] ] ]";
+  const Config reader = Config::from_text(text).get_block("R").get_block("reader");
+  size_t errors_per_chunk = 0;
+  {
+    auto whole = MinibatchSource::from_config(reader);
+    whole->set_v2_limits(kInfinitelyRepeat, 1);
+    Minibatch mb;
+    while (whole->next_minibatch_v2(4, 1, 0, mb)) {
+    }
+    errors_per_chunk = whole->skip_report().errors / kChunks;
+    ASSERT_GT(errors_per_chunk, 0u);
+    ASSERT_EQ(whole->skip_report().errors, errors_per_chunk * kChunks);
+  }
+  for (bool via_sweep_size : {false, true}) {
+    SCOPED_TRACE(via_sweep_size ? "sweep_size() first" : "restore only");
+    auto source = MinibatchSource::from_config(reader);
+    size_t sweep = kChunks * 5;  // scheduling samples: the indexed rows
+    if (via_sweep_size) {
+      EXPECT_EQ(source->sweep_size(), sweep);
+      EXPECT_EQ(source->skip_report().errors, 0u);
+    }
+    source->set_v2_limits(kInfinitelyRepeat, 2);
+    source->restore(ReaderState::from_json(R"({"minibatchSourcePosition": )" + std::to_string(sweep) +
+                                           R"(, "sequenceCounter": 0})"));
+    Minibatch mb;
+    size_t samples = 0;
+    while (source->next_minibatch_v2(4, 2, 0, mb)) samples += mb.streams[0].layout.num_samples();
+    EXPECT_GT(samples, 0u);
+    // The chunks partition 0 owns in sweep 1, each parsed once.
+    EXPECT_EQ(source->skip_report().errors, errors_per_chunk * kChunks / 2);
+  }
+  fs::remove_all(dir);
+}
+
 TEST(SourceErrors, BadArgumentsAreUsageErrors) {
   Corpus corpus(10);
   auto source = MinibatchSource::from_config(corpus.reader("randomize = false"));
