@@ -84,17 +84,20 @@ class SequencePacker : public Packer {
       bytes += s.values.capacity() + (s.row_indices.capacity() + s.col_starts.capacity()) * sizeof(int32_t);
     }
     std::lock_guard<std::mutex> lock(spare_mutex_);
-    if (!spare_.empty() && spare_bytes_ + bytes > kMaxSpareBytes) return;  // dropped (freed) instead
+    const bool fits =
+        spare_bytes_ + bytes <= kMaxSpareBytes || (spare_.empty() && bytes <= kMaxLoneSpareBytes);
+    if (!fits) return;  // dropped (freed) instead
     spare_bytes_ += bytes;
     spare_.emplace_back(std::move(used), bytes);
   }
 
  private:
   // Buffers of minibatches handed back: written over in place, they need no allocation and no page faults,
-  // and dense values are written once instead of zeroed first (pack_dense). The caller hands one back for
-  // each it takes, so the spares never outnumber the minibatches read ahead; the byte cap (always one
-  // allowed) bounds what they hold when the caller reads faster than they are reused.
-  static constexpr size_t kMaxSpareBytes = 1 << 20;
+  // and dense values are written once instead of zeroed first (pack_dense). A spare is held a little longer
+  // than a freed minibatch would have been, so the spares are capped at what one read-ahead batch holds
+  // (many small minibatches), or one minibatch of up to 1 MiB; larger ones are freed as before.
+  static constexpr size_t kMaxSpareBytes = 256 << 10;
+  static constexpr size_t kMaxLoneSpareBytes = 1 << 20;
 
   void take_spare(Minibatch& result) {
     std::lock_guard<std::mutex> lock(spare_mutex_);
