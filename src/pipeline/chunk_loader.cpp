@@ -18,6 +18,7 @@ void ChunkLoader::prefetch(uint32_t chunk_id) {
 }
 
 void ChunkLoader::flush() {
+  if (wanted_.empty()) return;
   std::vector<uint32_t> wanted;
   wanted.swap(wanted_);
   for (uint32_t chunk_id : wanted) {

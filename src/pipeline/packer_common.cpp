@@ -155,20 +155,21 @@ void check_fixed_shape(const StreamInfo& stream, const SequenceData& data, const
   }
 }
 
-void prefetch_sequences(const Sequences& sequences) {
+void prefetch_sequences(const Sequences& sequences, const std::vector<StreamInfo>& streams) {
   constexpr size_t kLinesPerArray = 4;  // enough for the short sequences where latency, not bandwidth, rules
   auto prefetch = [](const void* p, size_t bytes) {
     const auto* c = static_cast<const char*>(p);
     for (size_t at = 0; at < bytes && at < kLinesPerArray * 64; at += 64) __builtin_prefetch(c + at);
   };
-  for (const std::vector<SequenceData>& stream : sequences.data) {
-    for (const SequenceData& seq : stream) {
+  for (size_t i = 0; i < sequences.data.size() && i < streams.size(); ++i) {
+    const size_t element = element_size(streams[i].element_type);
+    for (const SequenceData& seq : sequences.data[i]) {
       if (seq.nnz_counts != nullptr) {
         prefetch(seq.nnz_counts, seq.number_of_samples * sizeof(uint32_t));
         prefetch(seq.indices, seq.total_nnz * sizeof(int32_t));
-        prefetch(seq.values, seq.total_nnz * sizeof(double));
+        prefetch(seq.values, seq.total_nnz * element);
       } else {
-        prefetch(seq.values, kLinesPerArray * 64);
+        prefetch(seq.values, seq.number_of_samples * streams[i].sample_dim() * element);
       }
     }
   }

@@ -42,7 +42,7 @@ void check_fixed_shape(const StreamInfo& stream, const SequenceData& data, const
 /// indices and counts). A randomized minibatch's sequences lie anywhere in the loaded chunks: requested
 /// together, up front, their cache misses overlap each other and the packer's other work instead of coming
 /// one by one.
-void prefetch_sequences(const Sequences& sequences);
+void prefetch_sequences(const Sequences& sequences, const std::vector<StreamInfo>& streams);
 
 /// Dense stream: writes every non-gap column of `layout` from `data[sequence_index]`; gap columns are zero.
 void pack_dense(const StreamInfo& stream, const Layout& layout, const std::vector<SequenceData>& data,

@@ -40,9 +40,9 @@ class SequencePacker : public Packer {
     result.end_of_epoch = sequences.end_of_epoch;
     if (sequences.num_sequences() == 0) return result;
     take_spare(result);
-    packer_detail::prefetch_sequences(sequences);
-
     const auto& streams = source_->streams();
+    packer_detail::prefetch_sequences(sequences, streams);
+
     packer_detail::check_shape(sequences, streams.size());
     result.keys.reserve(sequences.num_sequences());
     for (const SequenceKey& key : sequences.keys) result.keys.push_back(source_->key_to_string(key));
