@@ -37,7 +37,9 @@ prefetch_factor work; on the benchmark neither the reader's ``loaderThreads`` no
 changed the throughput (bench/README.md, ``python_throughput``).
 """
 
+import fcntl
 import json
+import mmap
 import os
 import threading
 import weakref
@@ -96,6 +98,7 @@ class MinibatchDataset(IterableDataset):
         self._seen = {}  # partition -> state json of the last item handed out (this epoch)
         self._seen_partitions = None
         self._probe = self._probe_pid = self._indexes = None
+        _ensure_arena()  # before the DataLoader forks its workers
         if share_index:
             self._probe, self._probe_pid = self._make_source(), os.getpid()
             self._indexes = self._probe._reader.hold_indexes()
@@ -203,6 +206,7 @@ class MinibatchDataset(IterableDataset):
                 item = self._item(batch, source, _worker_pool() if in_worker else None)
             else:
                 item = self._tensors(source._wrap(batch), _WorkerItem() if in_worker else {})
+            batch = None  # its buffers go back to the reader for the next minibatch (once no tensor views them)
             if self.emit_state:
                 item[_STATE_KEY] = (partition, partitions, epoch, reader.state())
             elif not in_worker:
@@ -261,14 +265,27 @@ class MinibatchDataset(IterableDataset):
 #
 # PyTorch hands every tensor of an item over in a new shared-memory segment, with a file-descriptor transfer
 # between the processes for each, and the fresh pages fault in on both sides: per minibatch that cost more
-# than reading the data (bench/README.md, "python_throughput"). A worker therefore copies all tensors of an
-# item into one segment of its own pool and sends only the segment's number and the tensors' places; a
-# segment crosses once (its file descriptor, through PyTorch), and is reused when the training process has
-# dropped every tensor of the item it carried. Byte 0 of a segment says whether it is free (0) or in use (1):
-# the worker sets it before sending, the training process clears it when the item's last tensor dies.
+# than reading the data (bench/README.md, "python_throughput"). A worker therefore writes all tensors of an
+# item into one segment of its own pool and sends only where the segment is and where the tensors lie in it;
+# the segment is reused when the training process has dropped every tensor of the item it carried. Byte 0 of
+# a segment says whether it is free (0) or in use (1): the worker sets it before sending, the training
+# process clears it when the item's last tensor dies.
+#
+# The segments lie in the arena: shared memory the training process maps before it forks its workers (when
+# a MinibatchDataset or MinibatchLoader is made), so nothing but offsets crosses between the processes, and
+# the pages stay mapped from one epoch's workers to the next. A forked worker claims one slot of the arena
+# with a POSIX record lock on it, which the kernel drops when the process ends, so no two live workers (of
+# one DataLoader or of several) share a slot. The slot's first page lists its segments, so the next worker
+# in it (the next epoch's) reuses them and leaves alone those the training process still holds. Workers
+# that find no arena (spawned ones, or a DataLoader iterated in another process than the one that made the
+# dataset), no free slot or no room in theirs use segments of their own, sent once each (their file
+# descriptor, through PyTorch).
 
 _ALIGN = 64  # bytes; the header and every tensor of an item start at a multiple of this in a buffer
 _MAX_SEGMENTS = 8  # free or in-use segments a worker keeps; more only while the training loop holds items
+_ARENA_SLOTS = 16  # workers (of all DataLoaders at once) that write into the arena
+_ARENA_SLOT_BYTES = 64 << 20  # address space per slot; pages are used only as items fill them
+_ARENA_HEADER = 4096  # a slot's segment table: int64 count, then (offset, size) pairs within the slot
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64, torch.int64: np.int64,
                  torch.int32: np.int32, torch.uint8: np.uint8, torch.bool: np.bool_}
 
@@ -281,20 +298,67 @@ def _allocate(nbytes):
     return np.empty(nbytes, dtype=np.uint8)
 
 
+class _Arena:
+    """Shared memory of the training process for its forked workers' items (see above)."""
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.token = int.from_bytes(os.urandom(8), "little")
+        self.fd = os.memfd_create("cntkio-items", os.MFD_CLOEXEC)  # forked workers keep it: they never exec
+        try:
+            os.ftruncate(self.fd, _ARENA_SLOTS * _ARENA_SLOT_BYTES)
+            self.map = mmap.mmap(self.fd, _ARENA_SLOTS * _ARENA_SLOT_BYTES, flags=mmap.MAP_SHARED)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.array = np.frombuffer(self.map, dtype=np.uint8)
+
+    def claim_slot(self, preferred):
+        """A slot index this process now holds (until it ends), trying `preferred` first; None if all are
+        held."""
+        for i in [preferred] + [k for k in range(_ARENA_SLOTS) if k != preferred]:
+            try:
+                fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, i)
+                return i
+            except OSError:
+                continue
+        return None
+
+
+_arena = None  # this process's _Arena, or the one of the process that forked it
+
+
+def _ensure_arena():
+    """Makes the arena of this process (once) so that DataLoader workers forked later share it."""
+    global _arena
+    if _arena is not None and _arena.pid == os.getpid():
+        return
+    try:
+        _arena = _Arena()
+    except (OSError, AttributeError, ValueError):  # no memfd or no room for the mapping: segments of their own
+        _arena = None
+
+
 class _Segment:
-    """One shared-memory segment of a worker's pool. Free for the next item when the training process has
-    released it (byte 0 is 0) and this process no longer uses the tensors written into it."""
+    """One shared-memory segment of a worker's pool: in the arena (`offset` there) or a shared storage of its
+    own. Free for the next item when the training process has released it (byte 0 is 0) and this process no
+    longer uses the tensors written into it."""
 
-    __slots__ = ("id", "tensor", "array", "address", "local_use", "handed", "sent")
+    __slots__ = ("id", "tensor", "array", "address", "offset", "local_use", "handed", "sent")
 
-    def __init__(self, segment_id, size):
+    def __init__(self, segment_id, size, offset=None):
         self.id = segment_id
-        self.tensor = torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(size))
-        self.array = self.tensor.numpy()
+        self.offset = offset
+        if offset is None:
+            self.tensor = torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(size))
+            self.array = self.tensor.numpy()
+        else:
+            self.array = _arena.array[offset:offset + size]
+            self.tensor = torch.from_numpy(self.array)
         self.address = self.array.ctypes.data
         self.local_use = False  # tensors of this process view it
         self.handed = False  # pickled for the training process since it was last taken
-        self.sent = False  # the training process has the segment itself (its file descriptor)
+        self.sent = offset is not None  # the training process has the segment (its own, by file descriptor)
 
     def free(self):
         return not self.local_use and self.array[0] == 0
@@ -310,18 +374,59 @@ class _SegmentPool:
         self.next_id = 0
         self.retired = []  # ids the training process may forget
         self.lock = threading.Lock()  # the worker's main thread and its queue's feeder thread both use it
+        self.slot = self.table = None
+        info = get_worker_info()
+        if _arena is not None and _arena.pid == os.getppid() and info is not None:  # forked by the trainer
+            self.slot = _arena.claim_slot(info.id % _ARENA_SLOTS)
+        if self.slot is not None:
+            start = self.slot * _ARENA_SLOT_BYTES
+            self.table = _arena.array[start:start + _ARENA_HEADER].view(np.int64)
+            for k in range(int(self.table[0])):  # left by the slot's earlier workers
+                self.segments.append(self._arena_segment(int(self.table[1 + 2 * k]), int(self.table[2 + 2 * k])))
+
+    def _arena_segment(self, offset, size):
+        segment = _Segment(self.next_id, size, self.slot * _ARENA_SLOT_BYTES + offset)
+        self.next_id += 1
+        return segment
+
+    def _new_in_arena(self, size):
+        """A new segment in this worker's arena slot, or None when it has no room (the slot's segments are
+        then all dropped if the training process holds none of them)."""
+        if self.slot is None or size > (_ARENA_SLOT_BYTES - _ARENA_HEADER) // 4:
+            return None
+        base = self.slot * _ARENA_SLOT_BYTES
+        mine = [s for s in self.segments if s.offset is not None]
+        end = max((s.offset - base + s.array.size for s in mine), default=_ARENA_HEADER)
+        if len(mine) >= _MAX_SEGMENTS or end + size > _ARENA_SLOT_BYTES:
+            if not all(s.free() for s in mine):
+                return None
+            for s in mine:
+                self._retire(s)
+            mine, end = [], _ARENA_HEADER
+        segment = self._arena_segment(end, size)
+        self.segments.append(segment)
+        mine.append(segment)
+        for k, s in enumerate(mine):
+            self.table[1 + 2 * k] = s.offset - base
+            self.table[2 + 2 * k] = s.array.size
+        self.table[0] = len(mine)
+        return segment
 
     def take(self, nbytes):
         """A free segment of at least nbytes, marked in use by both processes."""
         with self.lock:
             segment = next((s for s in self.segments if s.free() and s.array.size >= nbytes), None)
             if segment is None:
-                too_small = next((s for s in self.segments if s.free()), None)
+                size = _round_up(nbytes + nbytes // 8, 1 << 16)
+                segment = self._new_in_arena(size)
+            if segment is None:
+                own = [s for s in self.segments if s.offset is None]
+                too_small = next((s for s in own if s.free()), None)
                 if too_small is not None:  # make room for a bigger one
                     self._retire(too_small)
-                elif len(self.segments) >= _MAX_SEGMENTS:  # the training loop holds them all: drop the oldest
-                    self._retire(self.segments[0])
-                segment = _Segment(self.next_id, _round_up(nbytes + nbytes // 8, 1 << 16))
+                elif len(own) >= _MAX_SEGMENTS:  # the training loop holds them all: drop the oldest
+                    self._retire(own[0])
+                segment = _Segment(self.next_id, size)
                 self.next_id += 1
                 self.segments.append(segment)
             segment.array[0] = 1
@@ -331,7 +436,8 @@ class _SegmentPool:
 
     def _retire(self, segment):
         self.segments.remove(segment)
-        self.retired.append(segment.id)
+        if segment.offset is None:
+            self.retired.append(segment.id)
 
     def allocate(self, nbytes):
         """torch_item's allocate: the byte array of a free segment (see lease())."""
@@ -368,6 +474,8 @@ class _SegmentPool:
             new = not segment.sent
             segment.sent = True
             retired, self.retired = self.retired, []
+        if segment.offset is not None:
+            return (_arena.token, segment.offset, segment.array.size), retired
         return (segment.tensor if new else None), retired
 
 
@@ -457,15 +565,22 @@ def _unpack_item(token, segment_id, segment, retired, entries):
     the worker when all of them (and every view of them) are gone."""
     for r in retired:
         _segments.pop((token, r), None)
-    if segment is not None:
-        if not any(t == token for t, _ in _segments):
-            _forget_exited_workers(token)
-        _segments[(token, segment_id)] = segment.numpy()
-    try:
-        array = _segments[(token, segment_id)]
-    except KeyError:
-        raise RuntimeError("cntkio.torch: a minibatch refers to shared-memory segment %d of worker process %d, "
-                           "which this process never received" % (segment_id, token[0])) from None
+    if isinstance(segment, tuple):  # (arena token, offset, size): a segment in this process's arena
+        arena_token, offset, size = segment
+        if _arena is None or _arena.token != arena_token:
+            raise RuntimeError("cntkio.torch: a minibatch refers to the shared-memory arena of another process "
+                               "than this one; such items can only be unpickled where their workers' arena is")
+        array = _arena.array[offset:offset + size]
+    else:
+        if segment is not None:
+            if not any(t == token for t, _ in _segments):
+                _forget_exited_workers(token)
+            _segments[(token, segment_id)] = segment.numpy()
+        try:
+            array = _segments[(token, segment_id)]
+        except KeyError:
+            raise RuntimeError("cntkio.torch: a minibatch refers to shared-memory segment %d of worker process "
+                               "%d, which this process never received" % (segment_id, token[0])) from None
     lease = _Lease(array)
     weakref.finalize(lease, _release, array)
     view = np.asarray(lease)  # every slice of it keeps `lease` alive
@@ -531,6 +646,7 @@ class MinibatchLoader(DataLoader):
         if not isinstance(dataset, MinibatchDataset):
             raise TypeError("MinibatchLoader needs a cntkio.torch.MinibatchDataset")
         dataset.emit_state = True
+        _ensure_arena()
         super().__init__(dataset, batch_size=None, num_workers=num_workers, **kwargs)
 
     def __iter__(self):

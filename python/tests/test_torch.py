@@ -98,34 +98,110 @@ def test_workers_and_ranks_read_each_sequence_once(data, factory):
     assert sorted(everything) == list(range(N))
 
 
+def arena_segments():
+    """(slot, offset, size) of every segment listed in the arena's slot tables (the workers' segments)."""
+    arena = cntkio.torch._arena
+    out = []
+    for slot in range(cntkio.torch._ARENA_SLOTS):
+        start = slot * cntkio.torch._ARENA_SLOT_BYTES
+        table = arena.array[start:start + cntkio.torch._ARENA_HEADER].view(np.int64)
+        out += [(slot, int(table[1 + 2 * k]), int(table[2 + 2 * k])) for k in range(int(table[0]))]
+    return out
+
+
+@pytest.fixture
+def fresh_arena(monkeypatch):
+    """A new arena for this test (earlier tests' workers left segments in the process's arena)."""
+    monkeypatch.setattr(cntkio.torch, "_arena", None)
+    cntkio.torch._ensure_arena()
+    assert cntkio.torch._arena is not None and not arena_segments()
+
+
+@pytest.fixture(params=["arena", "own segments"])
+def transport(request, monkeypatch):
+    """Worker items through the arena of this process, or (no arena) through segments of each worker's own."""
+    if request.param == "arena":
+        request.getfixturevalue("fresh_arena")
+    else:
+        monkeypatch.setattr(cntkio.torch, "_ensure_arena", lambda: None)
+        monkeypatch.setattr(cntkio.torch, "_arena", None)
+    return request.param
+
+
+def expected_items(factory, sparse, partitions=2):
+    expected = {}
+    for rank in range(partitions):
+        for item in cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse, rank=rank, world_size=partitions):
+            expected[ids_of(item)[0][0]] = item
+    return expected
+
+
+def assert_same_item(item, want):
+    assert list(item) == list(want)
+    for key, tensor in want.items():
+        assert item[key].dtype == tensor.dtype and item[key].shape == tensor.shape, key
+        assert torch.equal(item[key], tensor), key
+
+
 @pytest.mark.parametrize("sparse,keep", [("indices", 3), ("dense", 3), ("indices", 0)])
-def test_worker_items_equal_the_same_partitions_read_in_process(data, sparse, keep):
+def test_worker_items_equal_the_same_partitions_read_in_process(data, sparse, keep, transport):
     """Worker items travel in shared-memory segments that the workers reuse; they must arrive with the keys,
     dtypes, shapes and values of the same partitions read in this process, stay intact while later items
-    arrive (the loop keeps every `keep`-th item), and the training process maps a bounded number of
-    segments."""
+    arrive (the loop keeps every `keep`-th item), and the workers use a bounded number of segments."""
     factory = functools.partial(file_order_source, data)
-    expected = {}
-    for rank in range(2):
-        for item in cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse, rank=rank, world_size=2):
-            expected[ids_of(item)[0][0]] = item
+    expected = expected_items(factory, sparse)
     kept, segments = [], set()
     loader = DataLoader(cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse), batch_size=None, num_workers=2)
     for k, item in enumerate(loader):
-        want = expected.pop(ids_of(item)[0][0])
-        assert list(item) == list(want)
-        for key, tensor in want.items():
-            assert item[key].dtype == tensor.dtype and item[key].shape == tensor.shape, key
-            assert torch.equal(item[key], tensor), key
+        assert_same_item(item, expected.pop(ids_of(item)[0][0]))
         if keep and k % keep == 0:
-            kept.append((item, want))
+            kept.append((item, dict(item)))
         segments.update(cntkio.torch._segments)
         assert len(cntkio.torch._segments) <= 2 * cntkio.torch._MAX_SEGMENTS
     assert not expected and k > 2 * cntkio.torch._MAX_SEGMENTS
-    if not keep:
+    if transport == "arena":
+        assert not segments  # nothing came in segments of the workers' own
+        used = arena_segments()
+        assert 2 <= len(used) <= 2 * cntkio.torch._MAX_SEGMENTS and len({slot for slot, _, _ in used}) == 2
+    elif not keep:
         assert len(segments) < k / 2  # segments were reused
-    for item, want in kept:
-        assert all(torch.equal(item[key], tensor) for key, tensor in want.items())
+    for item, copy in kept:
+        assert_same_item(item, {key: tensor.clone() for key, tensor in copy.items()})
+
+
+def test_items_kept_from_an_epoch_survive_the_next_epochs_workers(data, fresh_arena):
+    """The next epoch's workers take over the arena slots of the last and must not write into segments whose
+    items the training loop still holds."""
+    factory = functools.partial(file_order_source, data)
+    dataset = cntkio.torch.MinibatchDataset(factory, 10)
+    loader = DataLoader(dataset, batch_size=None, num_workers=2)
+    kept = [(item, {key: tensor.clone() for key, tensor in item.items()}) for item in loader]
+    before = arena_segments()
+    dataset.set_epoch(1)
+    expected = expected_items(factory, "indices")
+    for item in loader:
+        assert_same_item(item, expected.pop(ids_of(item)[0][0]))
+    assert not expected
+    for item, copy in kept:
+        assert_same_item(item, copy)
+    assert set(before) <= set(arena_segments())  # the held segments stayed listed, others were added
+    del kept, item
+    dataset.set_epoch(2)
+    for _ in loader:
+        pass
+    assert len(arena_segments()) <= 2 * cntkio.torch._MAX_SEGMENTS  # all free again: reused or dropped
+
+
+def test_two_loaders_at_once_write_into_separate_arena_slots(data, tmp_path, fresh_arena):
+    """Workers of two DataLoaders iterated together have the same worker ids; each must hold its own slot."""
+    other = write_ctf(tmp_path / "other.ctf", [1 + (i + 1) % 4 for i in range(N)])
+    factories = [functools.partial(file_order_source, path) for path in (data, other)]
+    expected = [expected_items(f, "indices") for f in factories]
+    loaders = [DataLoader(cntkio.torch.MinibatchDataset(f, 10), batch_size=None, num_workers=2) for f in factories]
+    for a, b in zip(*loaders):
+        assert_same_item(a, expected[0].pop(ids_of(a)[0][0]))
+        assert_same_item(b, expected[1].pop(ids_of(b)[0][0]))
+    assert len({slot for slot, _, _ in arena_segments()}) == 4
 
 
 def write_varied_ctf(path, lengths):
@@ -292,3 +368,26 @@ def test_train_pytorch_example_loss_falls():
                             capture_output=True, text=True, env=dict(os.environ), timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "300 sequences" in result.stdout and "loss fell" in result.stdout
+
+
+@pytest.mark.parametrize("frame_mode", [False, True])
+def test_arrays_of_a_minibatch_stay_intact_while_later_minibatches_reuse_buffers(tmp_path, frame_mode):
+    """The reader writes new minibatches into the buffers of those Python no longer holds: an array still
+    viewing an earlier minibatch (frame-mode dense values, sparse matrices) must keep its values."""
+    path = write_varied_ctf(str(tmp_path / "v.ctf"), [1] * N if frame_mode else LENGTHS)
+    source = ctf_source(path, frame_mode=frame_mode, randomize=False)
+    kept = []
+    for i in range(N // 3):
+        mb = source.next_minibatch(7)
+        if not mb:
+            break
+        features = mb[source.streams.features].asarray()
+        labels = mb[source.streams.labels].asarray()
+        if i % 3 == 0:
+            kept.append((features, features.copy(), labels, labels.copy()))
+        del mb, features, labels
+    assert len(kept) > 3
+    assert not kept[0][2].data.flags.owndata and (not frame_mode or not kept[0][0].flags.owndata)  # views
+    for features, features_copy, labels, labels_copy in kept:
+        assert np.array_equal(features, features_copy)
+        assert (labels != labels_copy).nnz == 0
