@@ -52,6 +52,11 @@ from . import _source
 
 _STATE_KEY = "__cntkio_state__"
 
+#: MinibatchLoader's default prefetch_factor (items each worker has asked of it ahead; PyTorch's default is 2).
+#: Each item is a whole minibatch written in a few hundred microseconds, so with 2 the training loop and the
+#: workers often wait for each other's hand-over; 4 keeps them busy (bench/README.md, python_throughput).
+PREFETCH_FACTOR = 4
+
 
 def _distributed():
     """(rank, world size) from torch.distributed when initialized, else from the launcher's environment."""
@@ -206,7 +211,7 @@ class MinibatchDataset(IterableDataset):
                 item = self._item(batch, source, _worker_pool() if in_worker else None)
             else:
                 item = self._tensors(source._wrap(batch), _WorkerItem() if in_worker else {})
-            batch = None  # its buffers go back to the reader for the next minibatch (once no tensor views them)
+            batch = None  # frees the packed minibatch now (the item holds a copy) unless tensors view it
             if self.emit_state:
                 item[_STATE_KEY] = (partition, partitions, epoch, reader.state())
             elif not in_worker:
@@ -229,10 +234,14 @@ class MinibatchDataset(IterableDataset):
         else:
             view, out = buffer, {}
         shapes = source._shapes
+        if shapes:
+            entries = [(key, dtype, shape[:-1] + tuple(shapes[key]), offset, nbytes)  # multi-dimensional samples
+                       if key in shapes and key in source.streams and not source.streams[key].is_sparse
+                       else (key, dtype, shape, offset, nbytes) for key, dtype, shape, offset, nbytes in entries]
         for key, dtype, shape, offset, nbytes in entries:
-            if key in shapes and key in source.streams and not source.streams[key].is_sparse:
-                shape = shape[:-1] + tuple(shapes[key])  # a CTF stream's multi-dimensional sample shape
             out[key] = torch.from_numpy(view[offset:offset + nbytes].view(dtype).reshape(shape))
+        if pool is not None:
+            pool.prepare(out, entries)
         return out
 
     def _tensors(self, mb, out):
@@ -288,6 +297,7 @@ _ARENA_SLOT_BYTES = 64 << 20  # address space per slot; pages are used only as i
 _ARENA_HEADER = 4096  # a slot's segment table: int64 count, then (offset, size) pairs within the slot
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64, torch.int64: np.int64,
                  torch.int32: np.int32, torch.uint8: np.uint8, torch.bool: np.bool_}
+_NUMPY_NAMES = {t: np.dtype(n).name for t, n in _NUMPY_DTYPES.items()}  # what item entries carry
 
 
 def _round_up(n, to):
@@ -374,6 +384,8 @@ class _SegmentPool:
         self.next_id = 0
         self.retired = []  # ids the training process may forget
         self.lock = threading.Lock()  # the worker's main thread and its queue's feeder thread both use it
+        self.prepared = {}  # id of an item's first tensor -> what prepare() recorded
+        self.last_taken = None
         self.slot = self.table = None
         info = get_worker_info()
         if _arena is not None and _arena.pid == os.getppid() and info is not None:  # forked by the trainer
@@ -432,6 +444,7 @@ class _SegmentPool:
             segment.array[0] = 1
             segment.local_use = True
             segment.handed = False
+            self.last_taken = segment
             return segment
 
     def _retire(self, segment):
@@ -443,10 +456,42 @@ class _SegmentPool:
         """torch_item's allocate: the byte array of a free segment (see lease())."""
         return self.take(nbytes).array
 
+    def prepare(self, item, entries):
+        """Remembers how an item written by torch_item into the segment last taken pickles (its entries), so
+        that pickling it needs no look at its tensors beyond checking they are the ones written."""
+        tensors = list(item.values())
+        if tensors:
+            self.prepared[id(tensors[0])] = ([weakref.ref(t) for t in tensors], entries, self.last_taken)
+            while len(self.prepared) > _MAX_SEGMENTS:  # items never pickled (a wrapper dropped them)
+                del self.prepared[next(iter(self.prepared))]
+
+    def prepared_payload(self, item):
+        """(segment, entries) of an item prepare() saw, if it still holds exactly those tensors, unchanged in
+        shape and layout (plus values that are not tensors); else None."""
+        values = list(item.values())
+        record = self.prepared.pop(id(values[0]), None) if values else None
+        if record is None:
+            return None
+        refs, entries, segment = record
+        if len(values) < len(refs):
+            return None
+        out = []
+        for (key, value), ref, entry in zip(item.items(), refs, entries):
+            if ref() is not value or key != entry[0] or value.shape != entry[2] or not value.is_contiguous():
+                return None
+            out.append(entry)
+        for key, value in list(item.items())[len(refs):]:
+            if isinstance(value, torch.Tensor):
+                return None
+            out.append((key, None, value, 0, 0))
+        return segment, out
+
     def lease(self, array):
         """Base object for the tensors viewing `array` (a segment's): when they are all gone, this process no
         longer uses the segment."""
-        segment = next(s for s in self.segments if s.array is array)
+        segment = self.last_taken
+        if segment is None or segment.array is not array:
+            segment = next(s for s in self.segments if s.array is array)
         lease = _Lease(array)
         weakref.finalize(lease, _end_local_use, segment)
         return lease
@@ -504,6 +549,11 @@ class _WorkerItem(dict):
 
     def __reduce__(self):
         pool = _worker_pool()
+        prepared = pool.prepared_payload(self)
+        if prepared is not None:
+            segment, entries = prepared
+            new, retired = pool.hand_over(segment)
+            return _unpack_item, (pool.token, segment.id, new, retired, entries)
         tensors = [(k, v) for k, v in self.items() if isinstance(v, torch.Tensor) and v.layout == torch.strided
                    and v.device.type == "cpu" and v.dtype in _NUMPY_DTYPES]
         found = pool.find([v for _, v in tensors])
@@ -524,7 +574,8 @@ class _WorkerItem(dict):
         entries = []
         for key, value in self.items():
             if key in places:
-                entries.append((key, value.dtype, tuple(value.shape), places[key], value.numel() * value.element_size()))
+                entries.append((key, _NUMPY_NAMES[value.dtype], tuple(value.shape), places[key],
+                                value.numel() * value.element_size()))
             else:
                 entries.append((key, None, value, 0, 0))
         new, retired = pool.hand_over(segment)
@@ -589,7 +640,7 @@ def _unpack_item(token, segment_id, segment, retired, entries):
         if dtype is None:
             out[key] = shape  # the value itself
         else:
-            out[key] = torch.from_numpy(view[offset:offset + nbytes].view(_NUMPY_DTYPES[dtype]).reshape(shape))
+            out[key] = torch.from_numpy(view[offset:offset + nbytes].view(dtype).reshape(shape))
     return out
 
 
@@ -647,6 +698,8 @@ class MinibatchLoader(DataLoader):
             raise TypeError("MinibatchLoader needs a cntkio.torch.MinibatchDataset")
         dataset.emit_state = True
         _ensure_arena()
+        if num_workers > 0:
+            kwargs.setdefault("prefetch_factor", PREFETCH_FACTOR)
         super().__init__(dataset, batch_size=None, num_workers=num_workers, **kwargs)
 
     def __iter__(self):

@@ -127,15 +127,6 @@ struct IndexHold {
   std::vector<std::shared_ptr<const void>> indexes;
 };
 
-// Minibatches whose Python owners (Batch objects and the arrays viewing them) are gone. The reader passes one
-// to the next read, which hands its buffers to the packer to write over instead of allocating and zeroing
-// new ones. Shared with the deleters, which may run on any thread and after the reader is gone.
-struct MinibatchBin {
-  static constexpr size_t kMaxKept = 2;
-  std::mutex mutex;
-  std::vector<Minibatch> kept;
-};
-
 class Reader {
  public:
   explicit Reader(const Config& reader)
@@ -192,7 +183,7 @@ class Reader {
 
   py::object next_v2(size_t minibatch_size, size_t num_partitions, size_t partition_index) {
     check_process();
-    std::shared_ptr<Minibatch> minibatch = recycled_minibatch();
+    auto minibatch = std::make_shared<Minibatch>();
     bool got = false;
     {
       py::gil_scoped_release release;
@@ -212,7 +203,7 @@ class Reader {
 
   py::object next_v1() {
     check_process();
-    std::shared_ptr<Minibatch> minibatch = recycled_minibatch();
+    auto minibatch = std::make_shared<Minibatch>();
     bool got = false;
     {
       py::gil_scoped_release release;
@@ -280,24 +271,6 @@ class Reader {
     }
   }
 
-  // A minibatch for the next read: one Python is done with, if any; it goes back to the bin when its last
-  // owner lets go of it.
-  std::shared_ptr<Minibatch> recycled_minibatch() {
-    auto holder = std::make_unique<Minibatch>();
-    {
-      std::lock_guard<std::mutex> lock(bin_->mutex);
-      if (!bin_->kept.empty()) {
-        *holder = std::move(bin_->kept.back());
-        bin_->kept.pop_back();
-      }
-    }
-    return std::shared_ptr<Minibatch>(holder.release(), [bin = bin_](Minibatch* done) {
-      std::unique_ptr<Minibatch> owned(done);
-      std::lock_guard<std::mutex> lock(bin->mutex);
-      if (bin->kept.size() < MinibatchBin::kMaxKept) bin->kept.push_back(std::move(*owned));
-    });
-  }
-
   py::object wrap(bool got, std::shared_ptr<Minibatch> minibatch) const {
     if (!got) return py::none();
     return py::cast(Batch(std::move(minibatch), mode_));
@@ -307,7 +280,6 @@ class Reader {
   std::unique_ptr<MinibatchSource> source_;
   pid_t owner_pid_;
   mutable std::mutex mutex_;
-  std::shared_ptr<MinibatchBin> bin_ = std::make_shared<MinibatchBin>();
 };
 
 }  // namespace
