@@ -391,3 +391,29 @@ def test_arrays_of_a_minibatch_stay_intact_while_later_minibatches_reuse_buffers
     for features, features_copy, labels, labels_copy in kept:
         assert np.array_equal(features, features_copy)
         assert (labels != labels_copy).nnz == 0
+
+
+class ChangingDataset(cntkio.torch.MinibatchDataset):
+    """Changes its items in the worker after they were written: a replaced tensor, a tensor reshaped in place
+    and a value that is not a tensor."""
+
+    def __iter__(self):
+        for item in super().__iter__():
+            item["features_lengths"] = item["features_lengths"] * 2
+            item["features_mask"].unsqueeze_(0)
+            item["note"] = "changed"
+            yield item
+
+
+def test_items_changed_in_the_worker_arrive_as_changed(data):
+    factory = functools.partial(file_order_source, data)
+    expected = expected_items(factory, "indices")
+    loader = DataLoader(ChangingDataset(factory, 10), batch_size=None, num_workers=2)
+    for item in loader:
+        want = expected.pop(ids_of(item)[0][0])
+        assert item.pop("note") == "changed"
+        assert torch.equal(item["features_lengths"], want["features_lengths"] * 2)
+        assert torch.equal(item["features_mask"], want["features_mask"].unsqueeze(0))
+        for key in set(want) - {"features_lengths", "features_mask"}:
+            assert torch.equal(item[key], want[key]), key
+    assert not expected
