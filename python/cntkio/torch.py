@@ -28,13 +28,18 @@ worker processes per epoch (the default); in one process the epoch advances by i
 training loop; a state resumes with the same or a different number of workers or ranks.
 
 Tensors are contiguous and, apart from truncated BPTT and ``sparse="csr"``, written by the C++ module straight
-into one buffer per item. From worker processes that buffer is a shared-memory segment of the worker (each
-worker keeps up to 8, about the size of an item each): the training process receives a segment once and
-afterwards only which segment and where each tensor lies in it, and the worker reuses a segment when every
-tensor of the item it held (and every view of them) is gone in the training process. Keeping items longer is
-safe; it only makes the worker write new segments. No setting needed: pin_memory off (the default) and any
-prefetch_factor work; on the benchmark neither the reader's ``loaderThreads`` nor ``prefetch`` per worker
-changed the throughput (bench/README.md, ``python_throughput``).
+into one buffer per item. From worker processes that buffer is a segment of shared memory that the training
+process mapped when the dataset (or ``MinibatchLoader``) was made, before the DataLoader forked its workers:
+only the segment's place and where each tensor lies in it cross between the processes. Each worker keeps up
+to 8 segments of about an item's size in a slot of its own (16 slots of 64 MiB of address space; pages are
+used as items fill them and stay mapped in the training process for the next epoch's workers), and reuses a
+segment when every tensor of the item it held (and every view of them) is gone in the training process.
+Keeping items longer is safe; it only makes the worker write new segments. Workers not forked by the process
+that made the dataset (``multiprocessing_context="spawn"``) use segments of their own, sent once each.
+No setting is needed; pin_memory off (the default) is right for CPU training. ``prefetch_factor=4``
+(``MinibatchLoader``'s default) keeps the workers and the training loop busier than PyTorch's 2; on the
+benchmark neither the reader's ``loaderThreads`` nor its ``prefetch`` per worker changed the throughput
+(bench/README.md, ``python_throughput``).
 """
 
 import fcntl
