@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cntkio/errors.hpp"
+#include "core/line_ends.hpp"
 #include "core/mapped_file.hpp"
 
 namespace cntkio::ctf {
@@ -142,8 +143,9 @@ class Indexer {
 
   void index_lines(size_t pos) {
     const size_t n = data_.size();
+    core::LineEnds lines(data_);
     while (pos < n) {
-      size_t end = line_end(pos);
+      size_t end = lines.after_next_lf(pos);
       if (line_has_main_stream(pos, end)) add(line_, 1, pos, end - pos);
       ++line_;
       pos = end;
@@ -211,8 +213,9 @@ class Indexer {
     size_t sequence_start = pos;
     uint64_t count = 0;
     bool found = false;
+    core::LineEnds lines(data_);
     while (pos < n) {
-      size_t end = line_end(pos);
+      size_t end = lines.after_next_lf(pos);
       if (line_has_main_stream(pos, end)) {
         ++count;
         found = true;
@@ -279,8 +282,9 @@ class Indexer {
     current.has_id = try_read_id(pos, current.id, &id_end);
     if (!current.has_id) id_end = id_begin;
     size_t open_left = current.has_id ? 1 : 2;
+    core::LineEnds lines(data_);
     while (pos < run.end) {
-      const size_t end = line_end(pos);
+      const size_t end = lines.after_next_lf(pos);
       if (line_has_main_stream(pos, end)) ++current.count;
       pos = end;
       if (pos >= run.end) break;
@@ -310,8 +314,9 @@ class Indexer {
 
   void scan_lines(Run& run) const {
     size_t pos = run.begin;
+    core::LineEnds lines(data_);
     while (pos < run.end) {
-      const size_t end = line_end(pos);
+      const size_t end = lines.after_next_lf(pos);
       if (line_has_main_stream(pos, end))
         run.sequences.push_back(checked_sequence(run.lines, 1, pos, end - pos));
       ++run.lines;
