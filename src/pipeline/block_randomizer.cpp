@@ -83,6 +83,12 @@ Sequences BlockRandomizer::get_next_sequences(size_t global_sample_count, size_t
 std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t local_budget, Sequences& result,
                                                 bool at_least_one) {
   prepare_sweep(position_);
+  if (sequence_randomizer_.randomization_pending()) {
+    // A sweep starts: its first window is randomized below, on this thread, which can take long for a window
+    // of many sequences. Its chunks are known already: they start loading first, on the loader threads.
+    prefetch_window();
+    loader_.flush();
+  }
   const size_t sweep_offset = position_ % sweep_samples_;
   const size_t end = epoch_start_ + epoch_size_;
   if (position_ >= end) {
@@ -166,8 +172,16 @@ void BlockRandomizer::evict() {
     const size_t p = position_of_chunk_[chunk_index_of_id_[chunk_id]];
     return p >= keep_begin && p < keep_end && p % num_workers_ == worker_rank_;
   });
+  prefetch_window();
+}
+
+// Asks the loader for this worker's chunks of the current position's window, plus one ahead, nearest first.
+void BlockRandomizer::prefetch_window() {
+  if (sequence_randomizer_.at_sweep_end()) return;
+  const auto& chunks = chunk_randomizer_.chunks();
+  const RandomizedChunk& current = chunks[sequence_randomizer_.cursor_position()];
   const size_t prefetch_end = std::min(chunks.size(), current.window_end + 1);
-  for (size_t p = keep_begin; p < prefetch_end; ++p) {
+  for (size_t p = current.window_begin; p < prefetch_end; ++p) {
     if (p % num_workers_ == worker_rank_) loader_.prefetch(chunks[p].chunk_id);
   }
 }

@@ -59,6 +59,7 @@ class BlockRandomizer : public SequenceEnumerator {
 
  private:
   void prepare_sweep(size_t position);
+  void prefetch_window();
   std::pair<size_t, size_t> load(size_t global_budget, size_t local_budget, Sequences& result,
                                  bool at_least_one);
   ChunkPtr chunk_at(size_t source_position);

@@ -19,6 +19,12 @@ void SequenceRandomizer::reset(uint64_t seed) {
   load_begin_ = load_end_ = 0;
   randomized_end_ = randomize_cursor_ = randomized_samples_ = 0;
   cursor_position_ = cursor_sequence_ = cursor_sample_ = 0;
+  pending_ = true;  // the first position is randomized by the first next() (see randomization_pending())
+}
+
+void SequenceRandomizer::ensure_randomized() {
+  if (!pending_) return;
+  pending_ = false;
   randomize_next();
 }
 
@@ -120,6 +126,7 @@ size_t SequenceRandomizer::seek(size_t offset, uint64_t seed) {
     cursor_sequence_ = chunks_.chunks()[cursor_position_].sequence_start;
     cursor_sample_ = infos_[k].start;
   }
+  if (offset == cursor_sample_) return cursor_sample_;  // nothing to skip (and nothing to randomize yet)
   next([&](const RandomizedSequence&) { return cursor_sample_ < offset; });
   return cursor_sample_;
 }

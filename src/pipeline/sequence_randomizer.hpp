@@ -34,13 +34,21 @@ class SequenceRandomizer {
   /// Both must outlive this object; `chunks` must have been randomized before reset().
   SequenceRandomizer(const Deserializer& deserializer, const ChunkRandomizer& chunks);
 
-  /// Starts the sweep over: seeds the engine with `seed`, forgets everything, randomizes the first position.
+  /// Starts the sweep over: seeds the engine with `seed` and forgets everything. The first position (which
+  /// takes its whole window) is randomized by the first next(), so that the caller can start loading that
+  /// window's chunks first (randomization_pending()).
   void reset(uint64_t seed);
+
+  /// Whether the sweep's first position is still to be randomized (reset() was called, next() not yet).
+  bool randomization_pending() const { return pending_; }
+  /// Randomizes the first position now if it is pending.
+  void ensure_randomized();
 
   /// Hands the sequences to `accept` in randomized order from the current cursor, until `accept` returns
   /// false (that sequence is not consumed) or the sweep ends.
   template <class Accept>
   void next(Accept&& accept) {
+    ensure_randomized();
     const auto& chunks = chunks_.chunks();
     while (cursor_position_ < chunks.size()) {
       const RandomizedChunk& c = chunks[cursor_position_];
@@ -94,6 +102,7 @@ class SequenceRandomizer {
   size_t cursor_position_ = 0;
   size_t cursor_sequence_ = 0;  // index of the next sequence in the sweep
   size_t cursor_sample_ = 0;
+  bool pending_ = false;  // reset() done, the first position not yet randomized
   std::vector<SequenceInfo> scratch_;
 };
 
