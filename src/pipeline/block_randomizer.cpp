@@ -129,6 +129,10 @@ std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t loc
   position_ += global;
 
   // The sequences lie anywhere in the loaded chunks: asked for all at once, their cache misses overlap.
+  const size_t total = result.keys.size() + taken_.size();  // one allocation per vector, not one per doubling
+  for (auto& stream : result.data) stream.reserve(total);
+  result.keys.reserve(total);
+  result.chunk_ids.reserve(total);
   taken_chunks_.clear();
   for (const RandomizedSequence& s : taken_) {
     taken_chunks_.push_back(chunk_at(s.source_position));
