@@ -98,12 +98,9 @@ class Indexer {
   }
 
  private:
-  // End of the line starting at `pos`: offset just past its LF, or the file size.
-  size_t line_end(size_t pos) const {
-    const void* hit = std::memchr(data_.data() + pos, '\n', data_.size() - pos);
-    return hit == nullptr ? data_.size()
-                          : static_cast<size_t>(static_cast<const char*>(hit) - data_.data()) + 1;
-  }
+  // End of the line starting at `pos`: offset just past its LF, or the file size (one search, for the
+  // split points of the parallel index; the scans keep a core::LineEnds of their own).
+  size_t line_end(size_t pos) const { return core::LineEnds(data_).after_next_lf(pos); }
 
   // Whether [begin, end) holds `|mainAlias` followed by a terminator (spec §4.4).
   bool line_has_main_stream(size_t begin, size_t end) const {
