@@ -7,6 +7,10 @@
 #include <pybind11/stl.h>
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -347,6 +351,20 @@ PYBIND11_MODULE(_core, m) {
     d["source"] = w.source;
     return d;
   });
+  m.def(
+      "release_free_heap",
+      [] {
+#if defined(__GLIBC__)
+        ::malloc_trim(0);
+        return true;
+#else
+        return false;
+#endif
+      },
+      "Hands the free pages of the C heap back to the kernel (glibc's malloc_trim); False where the C "
+      "library "
+      "has no such call. Called before a fork, it lets the child's allocations take fresh pages instead of "
+      "copying the parent's.");
   m.def("known_deserializer_types", &pipeline::known_deserializer_types);
   m.def("ctf_index_builds", &ctf::index_builds,
         "CTF files indexed by scanning them in this process so far (a forked process counts on from its "

@@ -417,3 +417,34 @@ def test_items_changed_in_the_worker_arrive_as_changed(data):
         for key in set(want) - {"features_lengths", "features_mask"}:
             assert torch.equal(item[key], want[key]), key
     assert not expected
+
+
+def test_release_free_heap_hands_freed_blocks_back(tmp_path):
+    # In a process of its own, so that this test's heap is not the one the other tests left behind.
+    script = tmp_path / "heap.py"
+    script.write_text(
+        "import os, cntkio\n"
+        "def rss():\n"
+        "    with open('/proc/self/statm') as f:\n"
+        "        return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')\n"
+        "blocks = [bytes(4000) for _ in range(25000)]  # 100 MB of blocks from malloc (too big for pymalloc)\n"
+        "kept = blocks[::16]  # live blocks between the freed ones: the heap cannot shrink from its top\n"
+        "del blocks\n"
+        "before = rss()\n"
+        "assert cntkio._core.release_free_heap()\n"
+        "print(before - rss())\n")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) > 50 << 20
+
+
+def test_forks_after_a_dataset_is_made_trim_the_heap_first(data, monkeypatch):
+    calls = []
+    monkeypatch.setattr(cntkio._core, "release_free_heap", lambda: calls.append(os.getpid()) or True)
+    cntkio.torch.MinibatchDataset(functools.partial(file_order_source, data), 10)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert calls == [os.getpid()]
