@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,11 @@ struct Minibatch {
   bool end_of_epoch = false;         ///< the data reaches the end of the epoch
   std::vector<StreamBatch> streams;  ///< in the source's stream order
   std::vector<std::string> keys;     ///< sequence keys, indexed by Layout::Entry::sequence_index
+  /// Set only in minibatches of a source asked to defer values (MinibatchSource::defer_values): every
+  /// stream's info and layout are filled but not its values, index or column vectors; the sequences' values
+  /// stay where the deserializers put them, and this holds them (an internal pipeline::DeferredValues), for
+  /// a consumer that writes them once, straight where it wants them.
+  std::shared_ptr<const void> deferred_values;
   /// Whether the minibatch holds no sequence.
   bool empty() const { return streams.empty() || streams[0].layout.entries.empty(); }
 };

@@ -139,6 +139,16 @@ class MinibatchSource {
   /// readers created later over the same data skip indexing, in this process and in processes forked from
   /// it; empty when there are none.
   virtual std::vector<std::shared_ptr<const void>> shared_indexes() const { return {}; }
+
+  /// With `on`, minibatches packed from now on leave their values in the loaded chunks
+  /// (Minibatch::deferred_values) instead of copying them into CNTK's layout, for a consumer that writes
+  /// them once in a layout of its own (cntkio's Python module writes PyTorch items so); minibatches already
+  /// read ahead keep their values. Returns false, changing nothing, where the packing cannot defer
+  /// (truncated BPTT, whose minibatches cut sequences).
+  virtual bool defer_values(bool on) {
+    (void)on;
+    return false;
+  }
 };
 
 }  // namespace cntkio

@@ -28,7 +28,8 @@ worker processes per epoch (the default); in one process the epoch advances by i
 training loop; a state resumes with the same or a different number of workers or ranks.
 
 Tensors are contiguous and, apart from truncated BPTT and ``sparse="csr"``, written by the C++ module straight
-into one buffer per item. From worker processes that buffer is a segment of shared memory that the training
+into one buffer per item, each sequence copied once from where the reader loaded it (the reader's packer
+does not lay the minibatch out in CNTK's layout first: ``defer_values``). From worker processes that buffer is a segment of shared memory that the training
 process mapped when the dataset (or ``MinibatchLoader``) was made, before the DataLoader forked its workers:
 only the segment's place and where each tensor lies in it cross between the processes. Each worker keeps up
 to 8 segments of about an item's size in a slot of its own (16 slots of 64 MiB of address space; pages are
@@ -208,6 +209,10 @@ class MinibatchDataset(IterableDataset):
         global_size = self.minibatch_size * partitions
         in_worker = get_worker_info() is not None
         direct = source._packing != "truncated" and self.sparse != "csr"
+        # torch_item then copies each sequence from the loaded chunks straight into the item, instead of the
+        # packer laying it out in CNTK's layout first (one pass over the values instead of two).
+        if direct:
+            reader.defer_values(_DEFER_VALUES)
         while True:
             batch = reader.next_v2(global_size, partitions, partition)
             if batch is None:
@@ -295,6 +300,7 @@ class MinibatchDataset(IterableDataset):
 # dataset), no free slot or no room in theirs use segments of their own, sent once each (their file
 # descriptor, through PyTorch).
 
+_DEFER_VALUES = True  # tests switch it off to compare with items made from packed minibatches
 _ALIGN = 64  # bytes; the header and every tensor of an item start at a multiple of this in a buffer
 _MAX_SEGMENTS = 8  # free or in-use segments a worker keeps; more only while the training loop holds items
 _ARENA_SLOTS = 16  # workers (of all DataLoaders at once) that write into the arena

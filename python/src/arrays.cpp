@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "cntkio/errors.hpp"
+#include "pipeline/packer.hpp"
+#include "pipeline/packer_common.hpp"
 
 namespace py = pybind11;
 
@@ -291,12 +296,115 @@ void write_sparse_indices(const StreamPlan& p, bool frame, unsigned char* indice
   });
 }
 
+// -- the same from a minibatch with deferred values (Minibatch::deferred_values): each sequence's samples
+// are read where the deserializer left them, in the layout's sequence order (Placed::sequence_index).
+
+// Widest sample (most entries) of a sparse stream; checks each sequence's counts against its entries as
+// the packer does (same error).
+size_t deferred_sparse_width(const StreamInfo& stream, const std::vector<SequenceData>& data,
+                             const std::vector<std::string>& keys) {
+  size_t width = 1;
+  size_t total = 0;
+  for (size_t j = 0; j < data.size(); ++j) {
+    const SequenceData& seq = data[j];
+    total += seq.total_nnz;
+    size_t used = 0;
+    for (uint32_t t = 0; t < seq.number_of_samples; ++t) {
+      used += seq.nnz_counts[t];
+      width = std::max<size_t>(width, seq.nnz_counts[t]);
+    }
+    if (used > seq.total_nnz) {
+      throw FormatError("The nnz counts of a sparse sequence exceed its number of entries.",
+                        pipeline::packer_detail::location(stream, keys[j]));
+    }
+  }
+  constexpr auto kMaxNnz = static_cast<size_t>(std::numeric_limits<int32_t>::max());
+  if (total > kMaxNnz) {
+    throw FormatError("Minibatch NNZ count (" + std::to_string(total) +
+                          ") exceeds the maximum allowed value (" + std::to_string(kMaxNnz) + ")",
+                      pipeline::packer_detail::location(stream, {}));
+  }
+  return width;
+}
+
+// How many sequences ahead of the one copied the cache is asked for the next one's bytes: a randomized
+// minibatch's sequences lie all over the loaded chunks, and the misses of several then overlap.
+constexpr size_t kAhead = 8;
+
+void prefetch_bytes(const void* p, size_t bytes) {
+  const auto* c = static_cast<const char*>(p);
+  for (size_t at = 0; at < bytes && at < 1024; at += 64) __builtin_prefetch(c + at);
+}
+
+// Calls f(out_row, sequence, first, count) for every sample of every placed sequence of a sparse stream:
+// the sample's entries are [first, first + count) of the sequence's (out_row as for_each_sample).
+template <typename F>
+void for_each_deferred_sparse_sample(const StreamPlan& p, bool frame, const std::vector<SequenceData>& data,
+                                     F&& f) {
+  size_t next = 0;
+  for (size_t k = 0; k < p.seqs.size(); ++k) {
+    const Placed& s = p.seqs[k];
+    const SequenceData& seq = data[s.sequence_index];
+    if (k + kAhead < p.seqs.size()) {
+      const SequenceData& later = data[p.seqs[k + kAhead].sequence_index];
+      prefetch_bytes(later.nnz_counts, later.number_of_samples * sizeof(uint32_t));
+      prefetch_bytes(later.indices, later.total_nnz * sizeof(int32_t));
+      prefetch_bytes(later.values, later.total_nnz * sizeof(double));
+    }
+    size_t out_row = frame ? next : k * p.max_length;
+    size_t first = 0;
+    for (size_t t = 0; t < s.length(); ++t, ++out_row) {
+      f(out_row, seq, first, static_cast<size_t>(seq.nnz_counts[t]));
+      first += seq.nnz_counts[t];
+    }
+    next += s.length();
+  }
+}
+
+template <typename T>
+void write_deferred_sparse_dense(const StreamPlan& p, bool frame, const std::vector<SequenceData>& data,
+                                 unsigned char* dst) {
+  const StreamInfo& info = p.batch->info;
+  const size_t dim = info.sample_dim();
+  T* out = reinterpret_cast<T*>(dst);
+  for_each_deferred_sparse_sample(
+      p, frame, data, [&](size_t out_row, const SequenceData& seq, size_t first, size_t count) {
+        const T* values = static_cast<const T*>(seq.values);
+        for (size_t e = first; e < first + count; ++e) {
+          const auto index = static_cast<size_t>(seq.indices[e]);
+          if (index >= dim) {  // the deserializers check their indices; this only keeps the write in bounds
+            throw FormatError("Sparse index " + std::to_string(seq.indices[e]) +
+                                  " is out of range for dimension " + std::to_string(dim) + ".",
+                              pipeline::packer_detail::location(info, {}));
+          }
+          out[out_row * dim + index] += values[e];
+        }
+      });
+}
+
+template <typename T>
+void write_deferred_sparse_indices(const StreamPlan& p, bool frame, const std::vector<SequenceData>& data,
+                                   unsigned char* indices_dst, unsigned char* values_dst) {
+  auto* indices = reinterpret_cast<int64_t*>(indices_dst);
+  T* out = reinterpret_cast<T*>(values_dst);
+  for_each_deferred_sparse_sample(p, frame, data,
+                                  [&](size_t out_row, const SequenceData& seq, size_t first, size_t count) {
+                                    const T* values = static_cast<const T*>(seq.values);
+                                    const size_t slot = out_row * p.width;
+                                    for (size_t e = 0; e < count; ++e) {
+                                      indices[slot + e] = seq.indices[first + e];
+                                      out[slot + e] = values[first + e];
+                                    }
+                                  });
+}
+
 }  // namespace
 
 py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingMode mode, SparseItem sparse,
                      size_t align, size_t header, const py::function& allocate) {
   if (mode == PackingMode::kTruncated) throw std::invalid_argument("torch_item: truncated BPTT packing");
   const bool frame = mode == PackingMode::kFrame;
+  const auto* deferred = static_cast<const pipeline::DeferredValues*>(minibatch->deferred_values.get());
   std::vector<StreamPlan> streams(minibatch->streams.size());
   std::vector<Planned> plan;
   size_t end = header;
@@ -333,9 +441,14 @@ py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingM
       shape.push_back(static_cast<py::ssize_t>(b.info.sample_dim()));
       add(name, dtype, shape, item);
     } else {
-      for_each_sample(p, frame, [&](size_t, size_t column) {
-        p.width = std::max(p.width, static_cast<size_t>(b.col_starts[column + 1] - b.col_starts[column]));
-      });
+      if (deferred != nullptr) {
+        p.width =
+            std::max(p.width, deferred_sparse_width(b.info, deferred->sequences.data[i], minibatch->keys));
+      } else {
+        for_each_sample(p, frame, [&](size_t, size_t column) {
+          p.width = std::max(p.width, static_cast<size_t>(b.col_starts[column + 1] - b.col_starts[column]));
+        });
+      }
       std::vector<py::ssize_t> shape = lead;
       shape.push_back(static_cast<py::ssize_t>(p.width));
       add(name, "int64", shape, sizeof(int64_t));
@@ -356,17 +469,33 @@ py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingM
   auto* base = static_cast<unsigned char*>(info.ptr);
   {
     py::gil_scoped_release release;
-    for (const StreamPlan& p : streams) {
+    for (size_t i = 0; i < streams.size(); ++i) {
+      const StreamPlan& p = streams[i];
       const StreamBatch& b = *p.batch;
       const ElementType type = b.info.element_type;
       const Planned& main = plan[p.first];
       unsigned char* dst = base + main.offset;
       size_t next = p.first + 1;
+      const std::vector<SequenceData>* from = deferred != nullptr ? &deferred->sequences.data[i] : nullptr;
       if (b.info.storage != StorageFormat::kSparseCsc) {
         const size_t bytes = b.info.sample_dim() * element_size(type);
-        for_each_sample(p, frame, [&](size_t out_row, size_t column) {
-          std::memcpy(dst + out_row * bytes, b.values.data() + column * bytes, bytes);
-        });
+        if (from != nullptr) {
+          size_t out_row = 0;  // a sequence's samples lie together in both places: one copy each
+          for (size_t k = 0; k < p.seqs.size(); ++k) {
+            const Placed& s = p.seqs[k];
+            if (k + kAhead < p.seqs.size()) {
+              const Placed& later = p.seqs[k + kAhead];
+              prefetch_bytes((*from)[later.sequence_index].values, later.length() * bytes);
+            }
+            if (!frame) out_row = k * p.max_length;
+            std::memcpy(dst + out_row * bytes, (*from)[s.sequence_index].values, s.length() * bytes);
+            out_row += s.length();
+          }
+        } else {
+          for_each_sample(p, frame, [&](size_t out_row, size_t column) {
+            std::memcpy(dst + out_row * bytes, b.values.data() + column * bytes, bytes);
+          });
+        }
         if (!frame) {  // zero the padding after each sequence (the buffer is not zeroed)
           for (size_t k = 0; k < p.seqs.size(); ++k) {
             const size_t length = p.seqs[k].length();
@@ -375,7 +504,13 @@ py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingM
         }
       } else if (sparse == SparseItem::kDense) {
         std::memset(dst, 0, main.nbytes);
-        if (type == ElementType::kFloat) {
+        if (from != nullptr) {
+          if (type == ElementType::kFloat) {
+            write_deferred_sparse_dense<float>(p, frame, *from, dst);
+          } else {
+            write_deferred_sparse_dense<double>(p, frame, *from, dst);
+          }
+        } else if (type == ElementType::kFloat) {
           write_sparse_dense<float>(p, frame, dst);
         } else {
           write_sparse_dense<double>(p, frame, dst);
@@ -384,7 +519,13 @@ py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingM
         const Planned& values = plan[next++];
         std::fill_n(reinterpret_cast<int64_t*>(dst), main.nbytes / sizeof(int64_t), int64_t{-1});
         std::memset(base + values.offset, 0, values.nbytes);
-        if (type == ElementType::kFloat) {
+        if (from != nullptr) {
+          if (type == ElementType::kFloat) {
+            write_deferred_sparse_indices<float>(p, frame, *from, dst, base + values.offset);
+          } else {
+            write_deferred_sparse_indices<double>(p, frame, *from, dst, base + values.offset);
+          }
+        } else if (type == ElementType::kFloat) {
           write_sparse_indices<float>(p, frame, dst, base + values.offset);
         } else {
           write_sparse_indices<double>(p, frame, dst, base + values.offset);

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,10 @@ class Batch {
   const std::vector<std::string>& keys() const { return minibatch_->keys; }
   py::dict stream(size_t index) const {
     if (index >= minibatch_->streams.size()) throw py::index_error("stream index out of range");
+    if (minibatch_->deferred_values) {
+      throw std::logic_error(
+          "this minibatch was read with deferred values (Reader.defer_values): only torch_item can write it");
+    }
     return stream_arrays(minibatch_, index, mode_);
   }
   py::tuple torch_item(bool sparse_as_dense, size_t align, size_t header,
@@ -195,6 +200,12 @@ class Reader {
       got = source_->next_minibatch_v2(minibatch_size, num_partitions, partition_index, *minibatch);
     }
     return wrap(got, std::move(minibatch));
+  }
+
+  bool defer_values(bool on) {
+    check_process();
+    std::lock_guard<std::mutex> lock(mutex_);
+    return source_->defer_values(on);
   }
 
   void start_epoch(size_t minibatch_size, size_t epoch_index, size_t epoch_size, size_t rank,
@@ -326,6 +337,9 @@ PYBIND11_MODULE(_core, m) {
       .def("set_v2_limits", &Reader::set_v2_limits, py::arg("max_samples"), py::arg("max_sweeps"))
       .def("next_v2", &Reader::next_v2, py::arg("minibatch_size"), py::arg("num_partitions"),
            py::arg("partition_index"))
+      .def("defer_values", &Reader::defer_values, py::arg("on"),
+           "Later minibatches leave their values in the loaded chunks until torch_item writes them (once); "
+           "their stream arrays are then unavailable. False where the packing cannot (truncated BPTT).")
       .def("start_epoch", &Reader::start_epoch, py::arg("minibatch_size"), py::arg("epoch_index"),
            py::arg("epoch_size"), py::arg("worker_rank"), py::arg("num_workers"))
       .def("next_v1", &Reader::next_v1)

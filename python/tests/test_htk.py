@@ -468,3 +468,25 @@ def test_generated_cntk_case_read_through_python_objects(cli, monkeypatch, case_
     assert expected
     assert python_dump(source, ["features", "labels"], case["mbSize"], case["epochs"], case["epochSize"],
                        max_minibatches=10) == expected  # `cntkio dump` writes 10 per epoch by default
+
+
+@pytest.mark.parametrize("frame_mode", [False, True])
+def test_torch_items_of_joined_htk_streams_equal_the_packed_ones(corpus, monkeypatch, frame_mode):
+    torch = pytest.importorskip("torch")
+    import functools
+    import cntkio.torch
+
+    def source():  # features joined with MLF labels by key, context windows on the features
+        return corpus.source(features=corpus.features(context=(1, 1)), randomize=True,
+                             frame_mode=frame_mode)
+
+    def items(defer):
+        monkeypatch.setattr(cntkio.torch, "_DEFER_VALUES", defer)
+        return list(cntkio.torch.MinibatchDataset(source, 23, sparse="dense"))
+
+    got, want = items(True), items(False)
+    assert len(got) == len(want) > 2
+    for a, b in zip(got, want):
+        assert sorted(a) == sorted(b)
+        for key in b:
+            assert torch.equal(a[key], b[key]), key

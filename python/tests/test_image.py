@@ -368,3 +368,23 @@ def test_cntk_image_case_read_through_python_objects(cli, monkeypatch, case_name
     assert python_dump(source, ["features", "labels"], case["mbSize"], case["epochs"], case["epochSize"],
                        max_minibatches=10) == expected  # `cntkio dump` writes 10 per epoch by default
     assert source.streams.features.shape == (3, 8, 4)
+
+
+def test_torch_items_of_transformed_images_hold_their_pixels(images, monkeypatch):
+    torch = pytest.importorskip("torch")
+    import functools
+    import cntkio.torch
+
+    # Deferred values: torch_item copies the transformed pixels, which the transform stage holds, itself.
+    assert cntkio.torch._DEFER_VALUES
+    source = functools.partial(images.source, [T.scale(width=4, height=3, channels=3)], randomize=True)
+    items = list(cntkio.torch.MinibatchDataset(source, 4))
+    monkeypatch.setattr(cntkio.torch, "_DEFER_VALUES", False)
+    packed = list(cntkio.torch.MinibatchDataset(source, 4))
+    assert [item["features"].shape for item in items] == [(4, 3, 3, 4), (2, 3, 3, 4)]  # frame mode
+    for got, want in zip(items, packed):
+        assert sorted(got) == sorted(want)
+        for key in want:
+            assert torch.equal(got[key], want[key]), key
+    mb = images.source([T.scale(width=4, height=3, channels=3)], randomize=True).next_minibatch(4)
+    assert np.array_equal(items[0]["features"].numpy(), mb["features"].asarray())

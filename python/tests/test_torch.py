@@ -448,3 +448,78 @@ def test_forks_after_a_dataset_is_made_trim_the_heap_first(data, monkeypatch):
         os._exit(0)
     os.waitpid(pid, 0)
     assert calls == [os.getpid()]
+
+
+def write_rich_data(tmp_path, frame):
+    """CTF data whose streams differ in length per sequence (the sparse stream is on every other row), with
+    sparse samples of 0 to 3 entries; `frame`: one row per sequence."""
+    path = tmp_path / ("frame.ctf" if frame else "rich.ctf")
+    with open(path, "w") as out:
+        for i in range(60):
+            for t in range(1 if frame else 1 + (i * 7) % 5):
+                dense = " ".join("%d.%d" % (i, t * 6 + k) for k in range(6))
+                sparse = ""
+                if t % 2 == 0:
+                    pairs = ["%d:%d.%d" % ((i * 3 + k * 5) % 11, i, k) for k in range((i + t) % 4)]
+                    sparse = " |s " + " ".join(pairs)
+                out.write("%d |d %s%s\n" % (i, dense, sparse))
+    return str(path)
+
+
+def rich_config(tmp_path, data, precision, frame, randomize):
+    config = tmp_path / ("rich-%s-%s-%s.cntk" % (precision, frame, randomize))
+    config.write_text(
+        'r = [ precision = "%s" ; reader = [ randomize = %s ; frameMode = %s ; randomizationWindow = 3 ; '
+        'sampleBasedRandomizationWindow = false\n deserializers = ( [ type = CNTKTextFormatDeserializer ; '
+        'file = "%s" ; chunkSizeInBytes = 400 ; input = [ dense = [ alias = d ; dim = 6 ; format = dense ]\n'
+        ' sparse = [ alias = s ; dim = 11 ; format = sparse ] ] ] ) ] ]\n'
+        % (precision, str(randomize).lower(), str(frame).lower(), data))
+    return str(config)
+
+
+def config_source(config):
+    return cntkio.MinibatchSource.from_config(config, "r")
+
+
+@pytest.mark.parametrize("precision", ["float", "double"])
+@pytest.mark.parametrize("frame", [False, True])
+@pytest.mark.parametrize("sparse", ["indices", "dense"])
+def test_items_from_deferred_values_equal_items_from_packed_minibatches(tmp_path, monkeypatch, precision, frame,
+                                                                        sparse):
+    config = rich_config(tmp_path, write_rich_data(tmp_path, frame), precision, frame, randomize=True)
+    factory = functools.partial(config_source, config)
+
+    def items(defer, workers):
+        monkeypatch.setattr(cntkio.torch, "_DEFER_VALUES", defer)
+        dataset = cntkio.torch.MinibatchDataset(factory, 13, sparse=sparse)
+        return list(DataLoader(dataset, batch_size=None, num_workers=workers))
+
+    for workers in (0, 2):  # with 2 workers, each reads its own partition: other minibatches
+        packed = items(False, workers)
+        assert len(packed) > 4
+        assert packed[0]["dense"].dtype == (torch.float32 if precision == "float" else torch.float64)
+        if sparse == "indices":
+            assert max(item["sparse"].shape[-1] for item in packed) == 3  # the widest sample has 3 entries
+        deferred = items(True, workers)
+        by_first = {float(item["dense"].flatten()[0]): item for item in deferred}  # workers' items interleave
+        assert len(by_first) == len(deferred) == len(packed)
+        for want in packed:
+            got = by_first[float(want["dense"].flatten()[0])]
+            assert sorted(got) == sorted(want)
+            for key in want:
+                assert got[key].dtype == want[key].dtype and torch.equal(got[key], want[key]), key
+
+
+def test_deferred_minibatches_have_no_stream_arrays(data):
+    source = make_source(data, randomize=False)
+    reader = source._reader
+    reader.set_v2_limits(cntkio.INFINITELY_REPEAT, 1)
+    assert reader.defer_values(True)
+    batch = reader.next_v2(8, 1, 0)
+    with pytest.raises(RuntimeError, match="deferred values"):
+        batch.stream(0)
+    buffer, entries = batch.torch_item(False, 64, 64, lambda n: np.zeros(n, np.uint8))
+    features = dict((e[0], e) for e in entries)["features"]
+    _, dtype, shape, offset, nbytes = features
+    values = buffer[offset:offset + nbytes].view(dtype).reshape(shape)
+    assert values[:, 0, 0].tolist() == [0, 1, 2] and values[2, :, 1].tolist() == [0, 1, 2]

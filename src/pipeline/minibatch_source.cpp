@@ -120,6 +120,8 @@ class ComposedSource final : public MinibatchSource {
   SkipReport skip_report() const override { return skips_.report(); }
   void set_skip_sources(pipeline::SkipSources skips) { skips_ = std::move(skips); }
 
+  bool defer_values(bool on) override { return packer_->defer_values(on); }
+
   std::vector<std::shared_ptr<const void>> shared_indexes() const override {
     std::vector<std::shared_ptr<const void>> out;
     for (const auto& d : skips_.deserializers) {
@@ -308,6 +310,9 @@ class ComposedSource final : public MinibatchSource {
     size_t bytes = 0;
     for (const StreamBatch& s : minibatch.streams) {
       bytes += s.values.size() + (s.row_indices.size() + s.col_starts.size()) * sizeof(int32_t);
+    }
+    if (minibatch.deferred_values) {
+      bytes += static_cast<const pipeline::DeferredValues*>(minibatch.deferred_values.get())->bytes;
     }
     return bytes;
   }

@@ -54,6 +54,19 @@ class Packer {
   /// Hands back a minibatch the caller no longer needs, whose buffers a later read_minibatch may reuse (the
   /// only call that may come from another thread than the packer's). Packers that do not reuse drop it.
   virtual void recycle(Minibatch&& used) { (void)used; }
+  /// MinibatchSource::defer_values: later minibatches carry a DeferredValues instead of packed values
+  /// (the only other call that may come from another thread). False where unsupported, changing nothing.
+  virtual bool defer_values(bool on) {
+    (void)on;
+    return false;
+  }
+};
+
+/// What a minibatch with deferred values holds (Minibatch::deferred_values): the sequences the packer
+/// would have copied, [stream][sequence_index], with the chunks they lie in.
+struct DeferredValues {
+  Sequences sequences;
+  size_t bytes = 0;  ///< what packing the values would have written (for read-ahead budgets)
 };
 
 /// `local_timeline`: budgets per worker (composite reader / v2) instead of the global minibatch size.

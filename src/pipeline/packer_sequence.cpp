@@ -1,5 +1,7 @@
 // SequencePacker and FramePacker: one enumerator call per minibatch, each stream laid out on its own.
+#include <atomic>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -39,15 +41,17 @@ class SequencePacker : public Packer {
     result.end_of_sweep = sequences.end_of_sweep;
     result.end_of_epoch = sequences.end_of_epoch;
     if (sequences.num_sequences() == 0) return result;
-    take_spare(result);
+    const bool defer = defer_.load(std::memory_order_relaxed);
+    if (!defer) take_spare(result);
     const auto& streams = source_->streams();
-    packer_detail::prefetch_sequences(sequences, streams);
+    if (!defer) packer_detail::prefetch_sequences(sequences, streams);
 
     packer_detail::check_shape(sequences, streams.size());
     result.keys.reserve(sequences.num_sequences());
     for (const SequenceKey& key : sequences.keys) result.keys.push_back(source_->key_to_string(key));
 
     result.streams.resize(streams.size());
+    size_t deferred_bytes = 0;
     std::vector<size_t> lengths(sequences.num_sequences());
     for (size_t i = 0; i < streams.size(); ++i) {
       const StreamInfo& stream = streams[i];
@@ -68,17 +72,38 @@ class SequencePacker : public Packer {
       out.layout = frame_mode_ ? make_frame_layout(data.size()) : make_packed_layout(lengths);
       if (stream.storage == StorageFormat::kDense) {
         out.info.sample_shape = packer_detail::batch_sample_shape(stream, data, result.keys);
+        if (defer) {
+          deferred_bytes +=
+              out.layout.num_columns() * out.info.sample_dim() * element_size(stream.element_type);
+          continue;
+        }
         packer_detail::pack_dense(out.info, out.layout, data, out.values);
         out.row_indices.clear();
         out.col_starts.clear();
+      } else if (defer) {
+        for (const SequenceData& seq : data) {
+          deferred_bytes += seq.total_nnz * (element_size(stream.element_type) + sizeof(int32_t));
+        }
       } else {
         packer_detail::pack_sparse(stream, out.layout, data, result.keys, out);
       }
     }
+    if (defer) {
+      auto deferred = std::make_shared<DeferredValues>();
+      deferred->sequences = std::move(sequences);
+      deferred->bytes = deferred_bytes;
+      result.deferred_values = std::move(deferred);
+    }
     return result;
   }
 
+  bool defer_values(bool on) override {
+    defer_.store(on, std::memory_order_relaxed);
+    return true;
+  }
+
   void recycle(Minibatch&& used) override {
+    used.deferred_values.reset();  // a spare keeps buffers, not chunks
     size_t bytes = 0;
     for (const StreamBatch& s : used.streams) {
       bytes += s.values.capacity() + (s.row_indices.capacity() + s.col_starts.capacity()) * sizeof(int32_t);
@@ -109,6 +134,7 @@ class SequencePacker : public Packer {
     spare_.pop_back();
   }
 
+  std::atomic<bool> defer_{false};
   std::mutex spare_mutex_;
   std::vector<std::pair<Minibatch, size_t>> spare_;  // (minibatch, bytes of its buffers)
   size_t spare_bytes_ = 0;

@@ -503,6 +503,66 @@ TEST(SequencePacker, ZeroLengthSequenceIsAnErrorNamingStreamAndKey) {
   }
 }
 
+// With deferred values a minibatch has the same keys, flags, stream infos and layouts as a packed one, no
+// values of its own, and the sequences the packer would have copied.
+TEST(SequencePacker, DeferredValuesKeepTheLayoutsAndHoldTheSequencesInstead) {
+  auto script = [](ScriptedEnumerator& source) {
+    source.add_call({{source.dense<float>({1, 2, 3, 4, 5, 6}, 2), source.sparse<float>({{{1, 7.f}}, {}})},
+                     {source.dense<float>({8, 9}, 2), source.sparse<float>({{{0, 1.f}, {2, 2.f}}})}},
+                    {10, 11}, /*end_of_sweep=*/true);
+    source.add_call({{source.dense<float>({3, 3}, 2), source.sparse<float>({{{4, 4.f}}})}}, {12});
+  };
+  const std::vector<StreamInfo> streams{make_stream("d", 2), make_stream("s", 5, StorageFormat::kSparseCsc)};
+  auto packed_source = std::make_shared<ScriptedEnumerator>(streams);
+  auto deferred_source = std::make_shared<ScriptedEnumerator>(streams);
+  script(*packed_source);
+  script(*deferred_source);
+  auto packed = make_sequence_packer(packed_source, false);
+  auto deferred = make_sequence_packer(deferred_source, false);
+  packed->set_configuration(config_of(4));
+  deferred->set_configuration(config_of(4));
+  ASSERT_TRUE(deferred->defer_values(true));
+
+  for (int m = 0; m < 2; ++m) {
+    SCOPED_TRACE("minibatch " + std::to_string(m));
+    const Minibatch want = packed->read_minibatch();
+    const Minibatch got = deferred->read_minibatch();
+    EXPECT_EQ(got.keys, want.keys);
+    EXPECT_EQ(got.end_of_sweep, want.end_of_sweep);
+    EXPECT_EQ(want.deferred_values, nullptr);
+    ASSERT_NE(got.deferred_values, nullptr);
+    const auto& held = static_cast<const DeferredValues*>(got.deferred_values.get())->sequences;
+    ASSERT_EQ(got.streams.size(), 2u);
+    ASSERT_EQ(held.data.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(got.streams[i].info.name, want.streams[i].info.name);
+      EXPECT_EQ(got.streams[i].info.sample_shape, want.streams[i].info.sample_shape);
+      EXPECT_EQ(got.streams[i].layout, want.streams[i].layout);
+      EXPECT_TRUE(got.streams[i].values.empty());
+      EXPECT_TRUE(got.streams[i].col_starts.empty());
+      ASSERT_EQ(held.data[i].size(), got.keys.size());
+    }
+  }
+  const Minibatch none = deferred->read_minibatch();
+  EXPECT_TRUE(none.end_of_epoch);
+  EXPECT_EQ(none.deferred_values, nullptr);
+}
+
+TEST(SequencePacker, DeferredValuesPointAtTheDeliveredSequences) {
+  auto source = std::make_shared<ScriptedEnumerator>(std::vector{make_stream("d", 2)});
+  source->add_call({{source->dense<float>({1, 2, 3, 4}, 2)}, {source->dense<float>({8, 9}, 2)}}, {1, 2});
+  auto packer = make_sequence_packer(source, false);
+  packer->set_configuration(config_of(8));
+  ASSERT_TRUE(packer->defer_values(true));
+  const Minibatch mb = packer->read_minibatch();
+  const auto& data = static_cast<const DeferredValues*>(mb.deferred_values.get())->sequences.data[0];
+  ASSERT_EQ(data.size(), 2u);
+  EXPECT_EQ(data[0].number_of_samples, 2u);
+  EXPECT_EQ(static_cast<const float*>(data[1].values)[1], 9.f);
+  EXPECT_EQ(static_cast<const DeferredValues*>(mb.deferred_values.get())->bytes, 2 * 2 * 2 * sizeof(float));
+  EXPECT_FALSE(make_truncated_bptt_packer(source, 2)->defer_values(true));
+}
+
 TEST(SequencePacker, NoDataGivesFlagsOnly) {
   auto source = std::make_shared<ScriptedEnumerator>(std::vector{make_stream("features", 1)});
   source->add_call({}, {}, /*end_of_sweep=*/true, /*end_of_epoch=*/false);
