@@ -166,6 +166,22 @@ EpochConfiguration config_of(size_t minibatch_size, size_t workers = 1, size_t r
   return c;
 }
 
+// Two sequence packers over two enumerators that `script` gives the same calls, configured alike: for
+// comparing a packer used one way with one used another.
+template <typename Script>
+std::pair<std::unique_ptr<Packer>, std::unique_ptr<Packer>> twin_packers(
+    const std::vector<StreamInfo>& streams, Script script, size_t minibatch_size) {
+  auto first_source = std::make_shared<ScriptedEnumerator>(streams);
+  auto second_source = std::make_shared<ScriptedEnumerator>(streams);
+  script(*first_source);
+  script(*second_source);
+  std::pair<std::unique_ptr<Packer>, std::unique_ptr<Packer>> packers{
+      make_sequence_packer(first_source, false), make_sequence_packer(second_source, false)};
+  packers.first->set_configuration(config_of(minibatch_size));
+  packers.second->set_configuration(config_of(minibatch_size));
+  return packers;
+}
+
 // ------------------------------------------------------------------------------------------------ layouts
 
 TEST(PackedLayout, PlacesSpecExampleFirstFit) {
@@ -336,15 +352,8 @@ TEST(SequencePacker, RecycledBuffersGiveTheSameMinibatches) {
           {10, 11});
     }
   };
-  const std::vector<StreamInfo> streams{make_stream("f", 2), make_stream("w", 5, StorageFormat::kSparseCsc)};
-  auto fresh_source = std::make_shared<ScriptedEnumerator>(streams);
-  auto reused_source = std::make_shared<ScriptedEnumerator>(streams);
-  script(*fresh_source);
-  script(*reused_source);
-  auto fresh = make_sequence_packer(fresh_source, false);
-  auto reused = make_sequence_packer(reused_source, false);
-  fresh->set_configuration(config_of(6));
-  reused->set_configuration(config_of(6));
+  auto [fresh, reused] =
+      twin_packers({make_stream("f", 2), make_stream("w", 5, StorageFormat::kSparseCsc)}, script, 6);
   for (int k = 0; k < 6; ++k) {
     SCOPED_TRACE("minibatch " + std::to_string(k));
     const Minibatch expected = fresh->read_minibatch();
@@ -512,15 +521,8 @@ TEST(SequencePacker, DeferredValuesKeepTheLayoutsAndHoldTheSequencesInstead) {
                     {10, 11}, /*end_of_sweep=*/true);
     source.add_call({{source.dense<float>({3, 3}, 2), source.sparse<float>({{{4, 4.f}}})}}, {12});
   };
-  const std::vector<StreamInfo> streams{make_stream("d", 2), make_stream("s", 5, StorageFormat::kSparseCsc)};
-  auto packed_source = std::make_shared<ScriptedEnumerator>(streams);
-  auto deferred_source = std::make_shared<ScriptedEnumerator>(streams);
-  script(*packed_source);
-  script(*deferred_source);
-  auto packed = make_sequence_packer(packed_source, false);
-  auto deferred = make_sequence_packer(deferred_source, false);
-  packed->set_configuration(config_of(4));
-  deferred->set_configuration(config_of(4));
+  auto [packed, deferred] =
+      twin_packers({make_stream("d", 2), make_stream("s", 5, StorageFormat::kSparseCsc)}, script, 4);
   ASSERT_TRUE(deferred->defer_values(true));
 
   for (int m = 0; m < 2; ++m) {
