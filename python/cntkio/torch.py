@@ -29,9 +29,10 @@ training loop; a state resumes with the same or a different number of workers or
 
 Tensors are contiguous and, apart from truncated BPTT and ``sparse="csr"``, written by the C++ module straight
 into one buffer per item, each sequence copied once from where the reader loaded it (the reader's packer
-does not lay the minibatch out in CNTK's layout first: ``defer_values``). From worker processes that buffer is a segment of shared memory that the training
-process mapped when the dataset (or ``MinibatchLoader``) was made, before the DataLoader forked its workers:
-only the segment's place and where each tensor lies in it cross between the processes. Each worker keeps up
+does not lay the minibatch out in CNTK's layout first: ``defer_values``). From worker processes that buffer
+is a segment of shared memory that the training process mapped when the dataset (or ``MinibatchLoader``) was
+made, before the DataLoader forked its workers: only the segment's place and where each tensor lies in it
+cross between the processes. Each worker keeps up
 to 8 segments of about an item's size in a slot of its own (16 slots of 64 MiB of address space; pages are
 used as items fill them and stay mapped in the training process for the next epoch's workers), and reuses a
 segment when every tensor of the item it held (and every view of them) is gone in the training process.

@@ -336,9 +336,10 @@ void prefetch_bytes(const void* p, size_t bytes) {
   for (size_t at = 0; at < bytes && at < 1024; at += 64) __builtin_prefetch(c + at);
 }
 
-// Calls f(out_row, sequence, first, count) for every sample of every placed sequence of a sparse stream:
-// the sample's entries are [first, first + count) of the sequence's (out_row as for_each_sample).
-template <typename F>
+// Calls f(out_row, sequence, first, count) for every sample of every placed sequence of a sparse stream
+// of T values: the sample's entries are [first, first + count) of the sequence's (out_row as
+// for_each_sample).
+template <typename T, typename F>
 void for_each_deferred_sparse_sample(const StreamPlan& p, bool frame, const std::vector<SequenceData>& data,
                                      F&& f) {
   size_t next = 0;
@@ -349,7 +350,7 @@ void for_each_deferred_sparse_sample(const StreamPlan& p, bool frame, const std:
       const SequenceData& later = data[p.seqs[k + kAhead].sequence_index];
       prefetch_bytes(later.nnz_counts, later.number_of_samples * sizeof(uint32_t));
       prefetch_bytes(later.indices, later.total_nnz * sizeof(int32_t));
-      prefetch_bytes(later.values, later.total_nnz * sizeof(double));
+      prefetch_bytes(later.values, later.total_nnz * sizeof(T));
     }
     size_t out_row = frame ? next : k * p.max_length;
     size_t first = 0;
@@ -367,7 +368,7 @@ void write_deferred_sparse_dense(const StreamPlan& p, bool frame, const std::vec
   const StreamInfo& info = p.batch->info;
   const size_t dim = info.sample_dim();
   T* out = reinterpret_cast<T*>(dst);
-  for_each_deferred_sparse_sample(
+  for_each_deferred_sparse_sample<T>(
       p, frame, data, [&](size_t out_row, const SequenceData& seq, size_t first, size_t count) {
         const T* values = static_cast<const T*>(seq.values);
         for (size_t e = first; e < first + count; ++e) {
@@ -387,15 +388,15 @@ void write_deferred_sparse_indices(const StreamPlan& p, bool frame, const std::v
                                    unsigned char* indices_dst, unsigned char* values_dst) {
   auto* indices = reinterpret_cast<int64_t*>(indices_dst);
   T* out = reinterpret_cast<T*>(values_dst);
-  for_each_deferred_sparse_sample(p, frame, data,
-                                  [&](size_t out_row, const SequenceData& seq, size_t first, size_t count) {
-                                    const T* values = static_cast<const T*>(seq.values);
-                                    const size_t slot = out_row * p.width;
-                                    for (size_t e = 0; e < count; ++e) {
-                                      indices[slot + e] = seq.indices[first + e];
-                                      out[slot + e] = values[first + e];
-                                    }
-                                  });
+  for_each_deferred_sparse_sample<T>(
+      p, frame, data, [&](size_t out_row, const SequenceData& seq, size_t first, size_t count) {
+        const T* values = static_cast<const T*>(seq.values);
+        const size_t slot = out_row * p.width;
+        for (size_t e = 0; e < count; ++e) {
+          indices[slot + e] = seq.indices[first + e];
+          out[slot + e] = values[first + e];
+        }
+      });
 }
 
 }  // namespace
