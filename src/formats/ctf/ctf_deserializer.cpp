@@ -136,6 +136,7 @@ class CtfDeserializer final : public Deserializer {
     context_.pool = pool_.get();
     context_.min_part_bytes = options_.parse_split_bytes;
     context_.row_fast_path = options_.row_fast_path;
+    context_.recycler = std::make_shared<ctf::StorageRecycler>();
   }
 
   const std::vector<StreamInfo>& streams() const override { return streams_; }

@@ -91,6 +91,21 @@ class PodBuffer {
   T* data() { return data_; }
   const T* data() const { return data_; }
 
+  // Takes over `block` (from malloc, `bytes` long) as its storage; only while it holds none.
+  void adopt(void* block, size_t bytes) {
+    std::free(data_);
+    data_ = static_cast<T*>(block);
+    size_ = 0;
+    capacity_ = bytes / sizeof(T);
+  }
+  // Gives up its storage, {block, bytes}: the caller frees it. The buffer is then empty.
+  std::pair<void*, size_t> release() {
+    std::pair<void*, size_t> out{data_, capacity_ * sizeof(T)};
+    data_ = nullptr;
+    size_ = capacity_ = 0;
+    return out;
+  }
+
   void reserve(size_t n) {
     if (n <= capacity_) return;
     void* grown = std::realloc(data_, n * sizeof(T));
@@ -140,18 +155,38 @@ struct Slot {
   size_t total_nnz = 0;
 };
 
+// The StorageRecycler key of one array of one stream of one part of a chunk.
+enum class StorageArray : size_t { kValues, kIndices, kNnzCounts };
+inline size_t storage_key(size_t part, size_t stream, size_t num_streams, StorageArray array) {
+  return (part * num_streams + stream) * 3 + static_cast<size_t>(array);
+}
+
 // A chunk parsed in `parts` parts (consecutive runs of sequences, each parsed by one thread into its own
-// storage); a chunk parsed by one thread has one part.
+// storage); a chunk parsed by one thread has one part. Released, it leaves its buffers to `recycler`.
 template <typename T>
 class CtfChunk final : public Chunk {
  public:
-  CtfChunk(const std::vector<StreamInfo>& streams, size_t num_sequences, size_t parts)
+  CtfChunk(const std::vector<StreamInfo>& streams, size_t num_sequences, size_t parts,
+           std::shared_ptr<StorageRecycler> recycler)
       : parts_(parts),
         sparse_(streams.size()),
         slots_(streams.size() * num_sequences),
-        num_streams_(streams.size()) {
+        num_streams_(streams.size()),
+        recycler_(std::move(recycler)) {
     for (auto& part : parts_) part = std::vector<StreamStorage<T>>(streams.size());
     for (size_t s = 0; s < streams.size(); ++s) sparse_[s] = streams[s].storage == StorageFormat::kSparseCsc;
+  }
+
+  ~CtfChunk() override {
+    if (!recycler_) return;
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      for (size_t s = 0; s < num_streams_; ++s) {
+        StreamStorage<T>& storage = parts_[p][s];
+        recycle(storage.values, storage_key(p, s, num_streams_, StorageArray::kValues));
+        recycle(storage.indices, storage_key(p, s, num_streams_, StorageArray::kIndices));
+        recycle(storage.nnz_counts, storage_key(p, s, num_streams_, StorageArray::kNnzCounts));
+      }
+    }
   }
 
   void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const override {
@@ -182,6 +217,15 @@ class CtfChunk final : public Chunk {
   std::vector<bool> sparse_;
   std::vector<Slot> slots_;  // [sequence * streams + stream]
   size_t num_streams_;
+  std::shared_ptr<StorageRecycler> recycler_;
+
+ private:
+  template <typename E>
+  void recycle(PodBuffer<E>& buffer, size_t key) {
+    if (buffer.capacity() * sizeof(E) < StorageRecycler::kMinBytes) return;
+    const auto [block, bytes] = buffer.release();
+    recycler_->give(key, block, bytes);
+  }
 };
 
 // Thrown by a speculative parse (one part of a chunk parsed on several threads) where the parse would warn,
@@ -880,8 +924,19 @@ class ChunkParser {
 };
 
 // Reserves the storage of one part from its byte size, so that its vectors rarely grow.
+// Room for `n` elements in an empty `buffer`, in the block a released chunk left for `key` where it is large
+// enough (its pages are mapped already).
+template <typename E>
+void reserve_recycled(const ParseContext& context, size_t key, uint64_t n, PodBuffer<E>& buffer) {
+  if (context.recycler) {
+    const auto [block, bytes] = context.recycler->take(key, n * sizeof(E));
+    if (block != nullptr) buffer.adopt(block, bytes);
+  }
+  buffer.reserve(n);
+}
+
 template <typename T>
-void reserve_part(const ParseContext& context, std::span<const IndexedSequence> sequences,
+void reserve_part(const ParseContext& context, std::span<const IndexedSequence> sequences, size_t part_index,
                   std::vector<StreamStorage<T>>& part) {
   // A value takes at least 2 bytes in the file.
   uint64_t bytes = 0;
@@ -890,14 +945,18 @@ void reserve_part(const ParseContext& context, std::span<const IndexedSequence> 
     bytes += s.size;
     samples += s.samples;
   }
-  for (size_t s = 0; s < context.streams->size(); ++s) {
+  const size_t num_streams = context.streams->size();
+  for (size_t s = 0; s < num_streams; ++s) {
     const StreamInfo& stream = (*context.streams)[s];
+    auto key = [&](StorageArray array) { return storage_key(part_index, s, num_streams, array); };
     if (stream.storage == StorageFormat::kDense) {
-      part[s].values.reserve(std::min<uint64_t>(samples * stream.sample_dim(), bytes));
+      reserve_recycled(context, key(StorageArray::kValues),
+                       std::min<uint64_t>(samples * stream.sample_dim(), bytes), part[s].values);
     } else {
       // An entry takes at least 4 bytes ("1:1 "); untouched reserved pages cost no memory.
-      part[s].values.reserve(bytes / 4);
-      part[s].indices.reserve(bytes / 4);
+      reserve_recycled(context, key(StorageArray::kValues), bytes / 4, part[s].values);
+      reserve_recycled(context, key(StorageArray::kIndices), bytes / 4, part[s].indices);
+      reserve_recycled(context, key(StorageArray::kNnzCounts), 0, part[s].nnz_counts);
     }
   }
 }
@@ -918,8 +977,8 @@ std::vector<uint64_t> split_sequences(std::span<const IndexedSequence> sequences
 
 template <typename T>
 ChunkPtr parse_sequential(const ParseContext& context, std::span<const IndexedSequence> sequences) {
-  auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, sequences.size(), 1);
-  reserve_part(context, sequences, chunk->parts_[0]);
+  auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, sequences.size(), 1, context.recycler);
+  reserve_part(context, sequences, 0, chunk->parts_[0]);
   ChunkParser<T> parser(context, *chunk, 0, false);
   for (size_t i = 0; i < sequences.size(); ++i) parser.parse_sequence(sequences[i], i);
   return chunk;
@@ -951,13 +1010,13 @@ ChunkPtr parse_chunk_as(const ParseContext& context, std::span<const IndexedSequ
   // Each part is parsed speculatively into its own storage. Where a part would warn or count an error, the
   // chunk is parsed again by this thread alone, which gives every message and error in file order.
   const std::vector<uint64_t> begins = split_sequences(sequences, bytes, parts);
-  auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count, begins.size() - 1);
+  auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count, begins.size() - 1, context.recycler);
   std::vector<char> clean(begins.size() - 1, 0);
   core::run_parts(pool, helpers, begins.size() - 1, [&](size_t k) {
     try {
       const uint64_t b = begins[k];
       const uint64_t n = begins[k + 1] - b;
-      reserve_part(context, sequences.subspan(b, n), chunk->parts_[k]);
+      reserve_part(context, sequences.subspan(b, n), k, chunk->parts_[k]);
       ChunkParser<T> parser(context, *chunk, k, true);
       for (uint64_t i = b; i < b + n; ++i) parser.parse_sequence(sequences[i], i);
       clean[k] = 1;
@@ -972,6 +1031,48 @@ ChunkPtr parse_chunk_as(const ParseContext& context, std::span<const IndexedSequ
 }
 
 }  // namespace
+
+StorageRecycler::~StorageRecycler() {
+  for (auto& [key, block] : blocks_) std::free(block.first);
+}
+
+std::pair<void*, size_t> StorageRecycler::take(size_t key, size_t min_bytes) {
+  std::pair<void*, size_t> block{nullptr, 0};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(key);
+    if (it == blocks_.end()) return block;
+    block = it->second;
+    blocks_.erase(it);
+  }
+  if (block.second >= min_bytes) return block;
+  std::free(block.first);
+  return {nullptr, 0};
+}
+
+void StorageRecycler::give(size_t key, void* block, size_t bytes) {
+  if (bytes < kMinBytes) {
+    std::free(block);
+    return;
+  }
+  void* replaced = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto [it, added] = blocks_.try_emplace(key, block, bytes);
+    if (!added) {
+      replaced = it->second.first;
+      it->second = {block, bytes};
+    }
+  }
+  std::free(replaced);
+}
+
+size_t StorageRecycler::held_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t bytes = 0;
+  for (const auto& [key, block] : blocks_) bytes += block.second;
+  return bytes;
+}
 
 ChunkPtr parse_chunk(const ParseContext& context, std::span<const IndexedSequence> sequences) {
   if (context.element_type == ElementType::kFloat) return parse_chunk_as<float>(context, sequences);
