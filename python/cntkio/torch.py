@@ -9,7 +9,8 @@ Each item is one minibatch, a dict of tensors per stream ``name``:
 * sparse, ``sparse="indices"`` (default): ``name`` int64 ``[sequences, max_length, max_nnz]`` holding the
   non-zero indices of every sample (-1 pads), ``name + "_values"`` the matching values (0 pads), plus mask and
   lengths; for one-hot labels ``batch[name][..., 0]`` is the class index. ``sparse="dense"``: a dense tensor
-  like a dense stream. ``sparse="csr"``: ``torch.sparse_csr_tensor`` ``[samples, dim]`` plus
+  like a dense stream (an index repeated within a sample keeps its last value, as CNTK's sparse-to-dense
+  packing does). ``sparse="csr"``: ``torch.sparse_csr_tensor`` ``[samples, dim]`` plus
   ``name + "_offsets"`` (sequence i = rows offsets[i]:offsets[i+1]); only with ``num_workers=0`` (PyTorch 1.13
   cannot pass CSR tensors between processes).
 

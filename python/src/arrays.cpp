@@ -275,7 +275,7 @@ void write_sparse_dense(const StreamPlan& p, bool frame, unsigned char* dst) {
   T* out = reinterpret_cast<T*>(dst);
   for_each_sample(p, frame, [&](size_t out_row, size_t column) {
     for (auto i = b.col_starts[column]; i < b.col_starts[column + 1]; ++i) {
-      out[out_row * dim + static_cast<size_t>(b.row_indices[i])] += values[i];
+      out[out_row * dim + static_cast<size_t>(b.row_indices[i])] = values[i];  // duplicates: the last wins
     }
   });
 }
@@ -378,7 +378,7 @@ void write_deferred_sparse_dense(const StreamPlan& p, bool frame, const std::vec
                                   " is out of range for dimension " + std::to_string(dim) + ".",
                               pipeline::packer_detail::location(info, {}));
           }
-          out[out_row * dim + index] += values[e];
+          out[out_row * dim + index] = values[e];  // duplicates: the last wins, as CNTK's sparse-to-dense
         }
       });
 }

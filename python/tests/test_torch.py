@@ -76,6 +76,18 @@ def test_items_are_tensors_with_masks_and_sparse_indices(data):
     assert item["labels_offsets"].tolist() == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("defer", [True, False])
+def test_sparse_as_dense_keeps_the_last_of_duplicate_indices_as_cntk_does(tmp_path, monkeypatch, defer):
+    # CNTK writes a sparse sample into a dense column entry by entry, in input order: the last one wins
+    # (spec pipeline.md, sparse input packed as dense). Items made either way follow that rule.
+    path = tmp_path / "dup.ctf"
+    path.write_text("0 |f 0 0 |l 2:1 2:5 4:3 2:7\n1 |f 1 1 |l 0:2\n1 |f 1 1 |l 1:4 1:4\n")
+    monkeypatch.setattr(cntkio.torch, "_DEFER_VALUES", defer)
+    dataset = cntkio.torch.MinibatchDataset(functools.partial(make_source, str(path), False), 8, sparse="dense")
+    labels = next(iter(dataset))["labels"]
+    assert labels.tolist() == [[[0, 0, 7, 0, 3], [0, 0, 0, 0, 0]], [[2, 0, 0, 0, 0], [0, 4, 0, 0, 0]]]
+
+
 def collect(dataset, workers):
     ids = []
     for batch in DataLoader(dataset, batch_size=None, num_workers=workers):
