@@ -47,8 +47,10 @@ class ErrorBudget {
 /// Everything a chunk parse needs from its deserializer.
 /// Buffers of released chunks, kept for the chunks parsed next. A parse writes each buffer once, and memory
 /// fresh from the system costs a page fault per 4 KiB: about an eighth of a sparse chunk's parse here. One
-/// buffer is kept per key (a chunk part's stream and array), the last one released, so at most one chunk's
-/// storage is held; buffers under kMinBytes are freed at once. Thread-safe.
+/// buffer is kept per key (a chunk part's stream and array), the last one released: about one chunk's
+/// storage while chunks are parsed in the same number of parts (a chunk parsed again by one thread after a
+/// speculative split can leave the other parts' buffers held as well); buffers under kMinBytes are freed at
+/// once. Thread-safe.
 class StorageRecycler {
  public:
   static constexpr size_t kMinBytes = 64 << 10;
