@@ -518,6 +518,38 @@ TEST(CtfChunk, PrefetchSequenceChangesNothing) {
   EXPECT_EQ(data[1].indices[0], 0);
 }
 
+// A sparse stream whose samples each hold one entry shares the chunk's run of ones as its counts; every
+// other sequence keeps its own counts, also one whose entries number its samples (2 + 0 entries).
+TEST(CtfChunk, SparseCountsAreTheSameWhetherSharedOrStored) {
+  TempDir dir;
+  const std::string text =
+      "1 |d 1 |s 3:1\n1 |d 2 |s 4:2\n1 |d 3 |s 0:1\n"  // one entry each: shared counts
+      "2 |d 4 |s 1:1 2:1\n2 |d 5 |s\n"                 // 2 and 0 entries
+      "3 |d 6 |s 7:5\n"                                // one entry each again
+      "4 |d 7 |s 1:1 5:2 6:3\n4 |d 8 |s 2:4\n";        // 3 and 1
+  const std::string f = dir.write("a.ctf", text);
+  const std::vector<std::vector<uint32_t>> counts{{1, 1, 1}, {2, 0}, {1}, {3, 1}};
+  const std::vector<std::vector<int32_t>> indices{{3, 4, 0}, {1, 2}, {7}, {1, 5, 6, 2}};
+  for (size_t threads : {1, 2}) {
+    CtfOptions o = options_for(f, {dense("d", 1), sparse("s", 8)});
+    o.parse_threads = threads;
+    o.parse_split_bytes = 1;  // one chunk split into parts of one or two sequences
+    auto d = make_ctf_deserializer(o);
+    ChunkPtr chunk = d->load_chunk(0);
+    for (uint32_t i = 0; i < counts.size(); ++i) {
+      std::vector<SequenceData> data;
+      chunk->get_sequence(i, data);
+      ASSERT_EQ(data.size(), 2u);
+      const SequenceData& sp = data[1];
+      ASSERT_EQ(sp.number_of_samples, counts[i].size()) << "sequence " << i;
+      EXPECT_EQ(std::vector<uint32_t>(sp.nnz_counts, sp.nnz_counts + sp.number_of_samples), counts[i])
+          << "sequence " << i << ", " << threads << " thread(s)";
+      ASSERT_EQ(sp.total_nnz, indices[i].size());
+      EXPECT_EQ(std::vector<int32_t>(sp.indices, sp.indices + sp.total_nnz), indices[i]) << "sequence " << i;
+    }
+  }
+}
+
 // A file written just now is indexed by every deserializer: its time stamp cannot yet tell a rewrite apart.
 TEST(CtfIndexShared, FreshFilesAreNotShared) {
   TempDir dir;

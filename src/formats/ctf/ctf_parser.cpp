@@ -147,7 +147,10 @@ struct alignas(64) StreamStorage {
 };
 
 // Where the data of one stream of one sequence lies: in the StreamStorage of part `part` of the chunk.
+// A sparse stream whose samples all hold one entry (one-hot words and labels) stores no counts: its
+// nnz_begin is kOneEntryEach and its counts are the chunk's shared run of ones.
 struct Slot {
+  static constexpr size_t kOneEntryEach = ~size_t{0};
   uint32_t samples = 0;
   uint32_t part = 0;
   size_t value_begin = 0;
@@ -177,6 +180,9 @@ class CtfChunk final : public Chunk {
     for (size_t s = 0; s < streams.size(); ++s) sparse_[s] = streams[s].storage == StorageFormat::kSparseCsc;
   }
 
+  // After every part is parsed: the shared counts, as long as the longest sequence that uses them.
+  void share_ones(size_t longest) { ones_.assign(longest, 1); }
+
   ~CtfChunk() override {
     if (!recycler_) return;
     for (size_t p = 0; p < parts_.size(); ++p) {
@@ -199,7 +205,8 @@ class CtfChunk final : public Chunk {
       d.values = storage.values.data() + slot.value_begin;
       if (sparse_[s]) {
         d.indices = storage.indices.data() + slot.value_begin;
-        d.nnz_counts = storage.nnz_counts.data() + slot.nnz_begin;
+        d.nnz_counts =
+            slot.nnz_begin == Slot::kOneEntryEach ? ones_.data() : storage.nnz_counts.data() + slot.nnz_begin;
         d.total_nnz = slot.total_nnz;
       }
       out.push_back(d);
@@ -218,6 +225,7 @@ class CtfChunk final : public Chunk {
   std::vector<Slot> slots_;  // [sequence * streams + stream]
   size_t num_streams_;
   std::shared_ptr<StorageRecycler> recycler_;
+  std::vector<uint32_t> ones_;  // the counts of every Slot::kOneEntryEach slot
 
  private:
   template <typename E>
@@ -361,13 +369,29 @@ class ChunkParser {
       Slot& slot = current_slots_[s];
       slot.samples = samples_[s];
       slot.total_nnz = storage_[s].indices.size() - slot.value_begin;
-      if (streams[s].storage == StorageFormat::kDense) slot.total_nnz = 0;
+      if (streams[s].storage == StorageFormat::kDense) {
+        slot.total_nnz = 0;
+      } else if (slot.total_nnz == slot.samples && one_entry_each(storage_[s].nnz_counts, slot.nnz_begin)) {
+        storage_[s].nnz_counts.set_size(slot.nnz_begin);  // this sequence's counts are the last ones stored
+        slot.nnz_begin = Slot::kOneEntryEach;
+        longest_one_entry_each_ = std::max<size_t>(longest_one_entry_each_, slot.samples);
+      }
     }
   }
+
+  // The most samples of a stream of one sequence stored as Slot::kOneEntryEach (CtfChunk::share_ones).
+  size_t longest_one_entry_each() const { return longest_one_entry_each_; }
 
  private:
   bool can_read() const { return pos_ < end_; }
   char current() const { return data_[pos_]; }
+
+  static bool one_entry_each(const PodBuffer<uint32_t>& counts, size_t begin) {
+    for (size_t i = begin; i < counts.size(); ++i) {
+      if (counts.data()[i] != 1) return false;
+    }
+    return true;
+  }
 
   std::string where() const {
     return " at offset " + std::to_string(pos_) + " in the input file (" + *ctx_.file + ")";
@@ -907,6 +931,7 @@ class ChunkParser {
   }
 
   size_t next_stream_guess_ = 0;
+  size_t longest_one_entry_each_ = 0;
   uint64_t fast_attempts_ = 0;  // sequences tried with read_rows_fast, and how many of them failed
   uint64_t fast_failures_ = 0;
   std::vector<size_t> dims_;  // per stream: values of a dense sample, or the sparse dimension
@@ -981,6 +1006,7 @@ ChunkPtr parse_sequential(const ParseContext& context, std::span<const IndexedSe
   reserve_part(context, sequences, 0, chunk->parts_[0]);
   ChunkParser<T> parser(context, *chunk, 0, false);
   for (size_t i = 0; i < sequences.size(); ++i) parser.parse_sequence(sequences[i], i);
+  chunk->share_ones(parser.longest_one_entry_each());
   return chunk;
 }
 
@@ -1012,6 +1038,7 @@ ChunkPtr parse_chunk_as(const ParseContext& context, std::span<const IndexedSequ
   const std::vector<uint64_t> begins = split_sequences(sequences, bytes, parts);
   auto chunk = std::make_shared<CtfChunk<T>>(*context.streams, count, begins.size() - 1, context.recycler);
   std::vector<char> clean(begins.size() - 1, 0);
+  std::vector<size_t> longest_one_entry_each(begins.size() - 1, 0);
   core::run_parts(pool, helpers, begins.size() - 1, [&](size_t k) {
     try {
       const uint64_t b = begins[k];
@@ -1019,6 +1046,7 @@ ChunkPtr parse_chunk_as(const ParseContext& context, std::span<const IndexedSequ
       reserve_part(context, sequences.subspan(b, n), k, chunk->parts_[k]);
       ChunkParser<T> parser(context, *chunk, k, true);
       for (uint64_t i = b; i < b + n; ++i) parser.parse_sequence(sequences[i], i);
+      longest_one_entry_each[k] = parser.longest_one_entry_each();
       clean[k] = 1;
     } catch (...) {
       // NotClean, or anything else the parse by one thread will meet again and report.
@@ -1027,6 +1055,7 @@ ChunkPtr parse_chunk_as(const ParseContext& context, std::span<const IndexedSequ
   for (char c : clean) {
     if (!c) return parse_sequential<T>(context, sequences);
   }
+  chunk->share_ones(*std::max_element(longest_one_entry_each.begin(), longest_one_entry_each.end()));
   return chunk;
 }
 
