@@ -948,7 +948,6 @@ class ChunkParser {
   size_t end_ = 0;
 };
 
-// Reserves the storage of one part from its byte size, so that its vectors rarely grow.
 // Room for `n` elements in an empty `buffer`, in the block a released chunk left for `key` where it is large
 // enough (its pages are mapped already).
 template <typename E>
@@ -960,6 +959,7 @@ void reserve_recycled(const ParseContext& context, size_t key, uint64_t n, PodBu
   buffer.reserve(n);
 }
 
+// Reserves the storage of one part from its byte size, so that its vectors rarely grow.
 template <typename T>
 void reserve_part(const ParseContext& context, std::span<const IndexedSequence> sequences, size_t part_index,
                   std::vector<StreamStorage<T>>& part) {

@@ -44,7 +44,6 @@ class ErrorBudget {
   std::vector<std::string> first_locations_;
 };
 
-/// Everything a chunk parse needs from its deserializer.
 /// Buffers of released chunks, kept for the chunks parsed next. A parse writes each buffer once, and memory
 /// fresh from the system costs a page fault per 4 KiB: about an eighth of a sparse chunk's parse here. One
 /// buffer is kept per key (a chunk part's stream and array), the last one released: about one chunk's
@@ -71,6 +70,7 @@ class StorageRecycler {
   std::unordered_map<size_t, std::pair<void*, size_t>> blocks_;
 };
 
+/// Everything a chunk parse needs from its deserializer.
 struct ParseContext {
   std::string_view data;              ///< the whole file
   const std::string* file = nullptr;  ///< path as configured (used in messages)
