@@ -46,6 +46,8 @@ from ._source import (
     MinibatchDict,
     MinibatchSource,
     Record,
+    SkippedDataWarning,
+    SkipReport,
     StreamDef,
     StreamDefs,
     StreamInformation,
@@ -65,6 +67,6 @@ __all__ = [
     "Base64ImageDeserializer", "CBFDeserializer", "CTFDeserializer", "ConfigError",
     "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "FULL_DATA_SWEEP", "FormatError", "HTKFeatureDeserializer",
     "HTKMLFDeserializer", "INFINITELY_REPEAT", "ImageDeserializer", "MinibatchData", "MinibatchDict",
-    "MinibatchSource", "Record", "StreamDef", "StreamDefs", "StreamInformation", "TraceLevel",
-    "merge_checkpoint_states", "transforms", "worker_from_environment",
+    "MinibatchSource", "Record", "SkipReport", "SkippedDataWarning", "StreamDef", "StreamDefs",
+    "StreamInformation", "TraceLevel", "merge_checkpoint_states", "transforms", "worker_from_environment",
 ]

@@ -10,6 +10,7 @@ import json
 import math
 import numbers
 import uuid
+import warnings
 
 import numpy as np
 
@@ -631,6 +632,26 @@ class MinibatchSource:
         self._infos = [StreamInformation(s["name"], s["id"], s["storage"], s["dtype"], shapes.get(s["name"], s["shape"]),
                                          s["alias"], s["defines_mb_size"]) for s in self._reader.streams()]
         self._streams = None
+        self._skips_reported = False
+        self._report_skips(stacklevel=4)  # a composite reader drops sequences with a missing key when created
+
+    # -- what was left out
+
+    def skip_report(self):
+        """A SkipReport of what the reader has left out so far (under max_errors, or sequences whose key is
+        missing in another deserializer); false when nothing was. (cntkio extension)"""
+        return SkipReport(self._reader.skip_report())
+
+    def _report_skips(self, stacklevel=3):
+        """Warns (SkippedDataWarning, once per source) when the reader has left data out. Called when the
+        source is created, at each sweep's end and when reading stops; ``stacklevel`` points at the caller."""
+        if self._skips_reported:
+            return
+        report = self.skip_report()
+        if report:
+            self._skips_reported = True
+            warnings.warn("cntkio: the reader %s; MinibatchSource.skip_report() has the running counts" % report,
+                          SkippedDataWarning, stacklevel=stacklevel)
 
     # -- streams
 
@@ -673,6 +694,8 @@ class MinibatchSource:
             self._reader.set_v2_limits(self._max_samples, self._max_sweeps)
             self._mode = "v2"
         batch = self._reader.next_v2(size, partitions, index)
+        if batch is None or batch.end_of_sweep:
+            self._report_skips()
         if batch is None:
             return MinibatchDict()
         result = self._wrap(batch)
@@ -690,6 +713,8 @@ class MinibatchSource:
         self._mode = "v1"
         while self._mode == "v1":
             batch = self._reader.next_v1()
+            if batch is None or batch.end_of_sweep:
+                self._report_skips()
             if batch is None:
                 return
             yield self._wrap(batch)
@@ -734,6 +759,39 @@ def _resolve_stream(source, stream):
     if isinstance(stream, StreamInformation):
         return stream
     return source.stream_info(stream)
+
+
+class SkippedDataWarning(UserWarning):
+    """Issued once per MinibatchSource when its reader has left data out: rows, samples or sequences skipped
+    under ``max_errors``/``maxErrors``, or sequences whose key is missing in another deserializer of a
+    composite reader. ``MinibatchSource.skip_report()`` has the running counts."""
+
+
+class SkipReport:
+    """What a reader has left out so far (``MinibatchSource.skip_report()``): ``errors`` (input errors
+    tolerated under maxErrors), ``rows_skipped``, ``samples_skipped``, ``sequences_skipped`` and
+    ``first_locations`` (the first few, as ``file:line:column`` or ``sequence KEY (...)``). True when anything
+    was left out; ``str()`` gives the one-line summary ``cntkio dump`` prints. Counts cover the reader's whole
+    life: data read again in a later sweep counts again."""
+
+    __slots__ = ("errors", "rows_skipped", "samples_skipped", "sequences_skipped", "first_locations", "_text")
+
+    def __init__(self, report):
+        self.errors = report["errors"]
+        self.rows_skipped = report["rows_skipped"]
+        self.samples_skipped = report["samples_skipped"]
+        self.sequences_skipped = report["sequences_skipped"]
+        self.first_locations = list(report["first_locations"])
+        self._text = report["text"]
+
+    def __bool__(self):
+        return bool(self.errors or self.rows_skipped or self.samples_skipped or self.sequences_skipped)
+
+    def __str__(self):
+        return self._text
+
+    def __repr__(self):
+        return "SkipReport(%s)" % self._text
 
 
 def merge_checkpoint_states(states):

@@ -217,6 +217,8 @@ class MinibatchDataset(IterableDataset):
             reader.defer_values(_DEFER_VALUES)
         while True:
             batch = reader.next_v2(global_size, partitions, partition)
+            if batch is None or batch.end_of_sweep:
+                source._report_skips()
             if batch is None:
                 break
             if direct:

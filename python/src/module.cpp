@@ -233,6 +233,20 @@ class Reader {
     return source_->state().to_json();
   }
 
+  // MinibatchSource::skip_report() as a dict (the counts, the first locations and the one-line text). No
+  // lock: the report may be taken while another thread reads, and should not wait for that read.
+  py::dict skip_report() const {
+    const SkipReport report = source_->skip_report();
+    py::dict d;
+    d["errors"] = report.errors;
+    d["rows_skipped"] = report.rows_skipped;
+    d["samples_skipped"] = report.samples_skipped;
+    d["sequences_skipped"] = report.sequences_skipped;
+    d["first_locations"] = report.first_locations;
+    d["text"] = report.to_string();
+    return d;
+  }
+
   void restore(const std::string& json) {
     check_process();
     ReaderState state = ReaderState::from_json(json);
@@ -344,6 +358,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("epoch_size"), py::arg("worker_rank"), py::arg("num_workers"))
       .def("next_v1", &Reader::next_v1)
       .def("state", &Reader::state)
+      .def("skip_report", &Reader::skip_report)
       .def("restore", &Reader::restore, py::arg("state"))
       .def("sweep_size", &Reader::sweep_size)
       .def("read_loop", &Reader::read_loop, py::arg("minibatch_size"), py::arg("max_minibatches"))

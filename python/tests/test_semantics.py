@@ -2,6 +2,7 @@
 
 import json
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -307,3 +308,63 @@ def test_a_forked_process_may_drop_but_not_use_an_inherited_source(data):
         pytest.fail("the forked process hung destroying the inherited source")
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert sequence_ids(source.next_minibatch(4)) == [2]  # the parent's source is untouched
+
+
+def _composite_with_missing_keys(tmp_path, missing):
+    primary = tmp_path / "p.ctf"
+    secondary = tmp_path / "s.ctf"
+    primary.write_text("".join("%d |a %d\n" % (i, i) for i in range(12)))
+    secondary.write_text("".join("%d |b %d\n" % (i, 10 * i) for i in range(12) if i not in missing))
+    return [cntkio.CTFDeserializer(str(primary), cntkio.StreamDefs(a=cntkio.StreamDef(field="a", shape=1))),
+            cntkio.CTFDeserializer(str(secondary), cntkio.StreamDefs(b=cntkio.StreamDef(field="b", shape=1)))]
+
+
+def test_sequences_a_composite_join_drops_are_reported_and_warned_once(tmp_path):
+    deserializers = _composite_with_missing_keys(tmp_path, {3, 7, 8})
+    with pytest.warns(cntkio.SkippedDataWarning, match=r"3 sequences.*sequence 3 \(its key is missing"):
+        source = cntkio.MinibatchSource(deserializers, randomize=False, max_sweeps=2)
+    report = source.skip_report()
+    assert report and report.sequences_skipped == 3 and report.errors == 0
+    assert [location.split()[1] for location in report.first_locations] == ["3", "7", "8"]
+    assert "skipped 0 rows, 0 samples and 3 sequences" in str(report)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per source: reading on warns no more
+        keys = []
+        while True:
+            mb = source.next_minibatch(5)
+            if not mb:
+                break
+            keys += mb[source.streams.a].keys
+    assert keys == ["0", "1", "2", "4", "5", "6", "9", "10", "11"] * 2
+
+
+def test_a_reader_that_skipped_nothing_reports_nothing_and_does_not_warn(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        source = cntkio.MinibatchSource(_composite_with_missing_keys(tmp_path, set()), randomize=False,
+                                        max_sweeps=1)
+        while source.next_minibatch(4):
+            pass
+    report = source.skip_report()
+    assert not report and report.sequences_skipped == 0 and report.first_locations == []
+
+
+def test_rows_skipped_under_max_errors_warn_at_the_sweep_end(tmp_path):
+    path = tmp_path / "bad.ctf"
+    path.write_text("0 |x 1 2\n1 |x 3 oops\n1 |x 3 4\n2 |x 5 6\n")
+    config = tmp_path / "r.cntk"
+    config.write_text('T = [ reader = [ readerType = CNTKTextFormatReader ; file = "%s" ; randomize = false\n'
+                      "  maxErrors = 5 ; traceLevel = 0 ; input = [ x = [ dim = 2 ; format = dense ] ] ] ]\n" % path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing is known to be skipped before the chunk is read
+        source = cntkio.MinibatchSource.from_config(str(config), "T", max_sweeps=1)
+    with pytest.warns(cntkio.SkippedDataWarning, match=r"skipped 1 row, 1 sample .*; first at \S*bad\.ctf:2:8"):
+        values = []
+        while True:
+            mb = source.next_minibatch(10)
+            if not mb:
+                break
+            values.append(mb[source.streams.x].asarray())
+    report = source.skip_report()
+    assert report.rows_skipped == 1 and report.first_locations[0] == str(path) + ":2:8"
+    assert np.concatenate(values).reshape(-1, 2).tolist() == [[1, 2], [3, 4], [5, 6]]

@@ -101,7 +101,13 @@ class Bundler final : public Deserializer {
           if (!s) {
             valid = false;
             ++drops_.sequences;
-            if (drops_.first_keys.size() < 10) drops_.first_keys.push_back(members_[0]->key_to_string(p.key));
+            // In frame mode an utterance's frames are sequences with one key: the key is listed once.
+            if (drops_.first_keys.size() < 10) {
+              std::string key = members_[0]->key_to_string(p.key);
+              if (drops_.first_keys.empty() || drops_.first_keys.back() != key) {
+                drops_.first_keys.push_back(std::move(key));
+              }
+            }
             break;
           }
           max_length = std::max(max_length, s->number_of_samples);

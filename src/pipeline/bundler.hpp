@@ -18,7 +18,7 @@ std::shared_ptr<Deserializer> make_bundler(std::vector<std::shared_ptr<Deseriali
 /// without a word; cntkio reports them through MinibatchSource::skip_report).
 struct BundlerDrops {
   uint64_t sequences = 0;
-  std::vector<std::string> first_keys;  ///< the first 10 keys left out
+  std::vector<std::string> first_keys;  ///< the first 10 keys left out (a key once for all its frames)
 };
 /// The drops of `deserializer` if it came from make_bundler; nothing otherwise.
 BundlerDrops bundler_drops(const Deserializer& deserializer);

@@ -93,6 +93,25 @@ TEST(CompositeReader, JoinsByNumericIdAndDropsSequencesMissingFromASecondary) {
   EXPECT_EQ(rows, (std::vector<std::string>{"1:12/56/", "3:4/7/"}));
 }
 
+TEST(CompositeReader, SkipReportCountsEveryDroppedSequenceAndListsARepeatedKeyOnce) {
+  Files files;
+  // Key 1 names two sequences of the primary (not adjacent, so not one sequence), as frame mode gives each
+  // frame of an utterance its utterance's key; the secondary has neither key 1 nor key 4.
+  std::string a = files.write("a.ctf", "1 |a 1\n2 |a 2\n1 |a 3\n4 |a 4\n");
+  std::string b = files.write("b.ctf", "2 |b 5\n");
+  Config reader =
+      Config::from_text("R = [ reader = [ randomize = false\n deserializers = ( " +
+                        deserializer(a, "a", 1, "") + " : " + deserializer(b, "b", 1, "") + " ) ] ]")
+          .get_block("R")
+          .get_block("reader");
+  auto source = MinibatchSource::from_config(reader);
+  const SkipReport report = source->skip_report();
+  EXPECT_EQ(report.sequences_skipped, 3u);
+  EXPECT_EQ(report.first_locations,
+            (std::vector<std::string>{"sequence 1 (its key is missing in another deserializer)",
+                                      "sequence 4 (its key is missing in another deserializer)"}));
+}
+
 TEST(CompositeReader, JoinsBySymbolicKeysWithStringAndHashedIds) {
   Files files;
   // Symbolic ids cost one parse error per row in CNTK's parser (spec ctf.md §4.5), hence maxErrors.
