@@ -22,10 +22,11 @@ namespace cntkio {
 class Error : public std::runtime_error {
  public:
   /// An error whose what() and cntk_text() are both `message`.
-  explicit Error(const std::string& message) : std::runtime_error(message), cntk_text_(message) {}
+  explicit Error(const std::string& message) : std::runtime_error(printable(message)), cntk_text_(message) {}
   /// `cntk_text` is the text CNTK used for this condition; `details` is appended to it in what().
   Error(const std::string& cntk_text, const std::string& details)
-      : std::runtime_error(details.empty() ? cntk_text : cntk_text + " " + details), cntk_text_(cntk_text) {}
+      : std::runtime_error(printable(details.empty() ? cntk_text : cntk_text + " " + details)),
+        cntk_text_(cntk_text) {}
 
   /// The message without cntkio's added location details (equals CNTK's text where CNTK had one).
   const std::string& cntk_text() const noexcept { return cntk_text_; }
@@ -37,9 +38,13 @@ class Error : public std::runtime_error {
   };
   /// An error whose what() is `what.text` and whose cntk_text() is `cntk_text`.
   Error(WhatText what, std::string cntk_text)
-      : std::runtime_error(what.text), cntk_text_(std::move(cntk_text)) {}
+      : std::runtime_error(printable(what.text)), cntk_text_(std::move(cntk_text)) {}
 
  private:
+  /// `text` with NUL and the other control bytes but TAB and LF written as `\xHH`: what() is a C string,
+  /// which a NUL from the input data would cut short, losing the location after it.
+  static std::string printable(const std::string& text);
+
   std::string cntk_text_;
 };
 

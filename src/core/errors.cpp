@@ -15,6 +15,29 @@ void append_all(std::string& out, const First& first, const Rest&... rest) {
 }
 }  // namespace
 
+std::string Error::printable(const std::string& text) {
+  auto is_control = [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && c != '\t' && c != '\n') || byte == 0x7F;
+  };
+  bool any = false;
+  for (char c : text) any = any || is_control(c);
+  if (!any) return text;
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (char c : text) {
+    if (!is_control(c)) {
+      out.push_back(c);
+      continue;
+    }
+    const auto byte = static_cast<unsigned char>(c);
+    const char escaped[] = {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
+    out.append(escaped, sizeof escaped);
+  }
+  return out;
+}
+
 std::string SourceLocation::describe() const {
   std::string out;
   auto add = [&out](const auto&... parts) {
