@@ -199,6 +199,15 @@ TEST(ScpLine, RangeSyntaxQuirks) {
   EXPECT_EQ(error_at("u=f[0,3] ").first, "parsedpath: malformed path 'u=f[0,3] '");
   EXPECT_EQ(error_at("u=f[03]").first, "parsedpath: malformed path 'u=f[03]'");
   EXPECT_EQ(error_at("u=f[5,3]").first, "open: start frame 5 > end frame 3 in 'f'");
+  // CNTK keeps the low 32 bits of a larger frame number (4294967296 is frame 0): cntkio refuses it.
+  EXPECT_EQ(error_at("u=f[4294967296,4294967298]"),
+            std::make_pair(std::string("parsedpath: frame number 4294967296 does not fit in 32 bits in "
+                                       "'u=f[4294967296,4294967298]'"),
+                           uint64_t{4}));
+  EXPECT_EQ(error_at("u=f[-4294967295,2]").first,
+            "parsedpath: frame number -4294967295 does not fit in 32 bits in 'u=f[-4294967295,2]'");
+  EXPECT_EQ(htk::parse_scp_line("u=f[0,4294967295]", "x.scp", 1).last, 4294967295u);    // 32 bits: kept
+  EXPECT_EQ(error_at("u=f[-1,3]").first, "open: start frame -1 > end frame 3 in 'f'");  // as CNTK
 }
 
 TEST(ScpLine, PrefixPathAndThreeDotsAdjustTheLine) {

@@ -197,6 +197,43 @@ TEST(HtkReader, ContextWindowsOf1_5_11RepeatUtteranceEdgeFrames) {
   }
 }
 
+TEST(HtkReader, ContextWindowDefaultMeansNoneAndBadWindowsOrDimsAreConfigErrors) {
+  TempDir dir;
+  const Corpus corpus = htk_test::make_corpus(dir);
+  auto source = htk_test::open_reader(
+      htk_test::composite_reader(corpus, "randomize = false\nframeMode = true", "contextWindow = default\n"));
+  EXPECT_EQ(source->streams()[0].sample_dim(), corpus.dim);
+  // CNTK reads "-1" as a huge unsigned count and then reads or allocates out of bounds; cntkio refuses
+  // negative windows, dims of 0 or 2^31 and more, and windows whose samples would be that large.
+  const std::string dim_line = "dim = " + std::to_string(corpus.dim);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"contextWindow = 0:-1\n", "contextWindow values must not be negative, found 0:-1."},
+      {"contextWindow = -1:-1\n", "contextWindow values must not be negative, found -1:-1."},
+      {"contextWindow = 1:1073741823\n", "makes samples of more than 2147483647 values"},
+  };
+  for (const auto& [settings, text] : bad) {
+    try {
+      htk_test::open_reader(htk_test::composite_reader(corpus, "frameMode = true", settings));
+      ADD_FAILURE() << settings << ": no error";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+      EXPECT_NE(e.key_path().find("contextWindow"), std::string::npos) << e.key_path();
+      EXPECT_GT(e.line(), 0u) << settings;
+    }
+  }
+  for (const char* dim : {"dim = -1", "dim = 0", "dim = 2147483648"}) {
+    std::string text = htk_test::composite_reader(corpus, "frameMode = true");
+    text.replace(text.find(dim_line), dim_line.size(), dim);
+    try {
+      htk_test::open_reader(text);
+      ADD_FAILURE() << dim << ": no error";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("'dim' must be between 1 and 2147483647"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(HtkReader, WorkersTogetherReadEveryFrameExactlyOnce) {
   TempDir dir;
   htk_test::CorpusSpec

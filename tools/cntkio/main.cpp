@@ -3,6 +3,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <typeinfo>
 
 #include "cntkio/errors.hpp"
@@ -110,6 +111,12 @@ int main(int argc, char** argv) {
     return report(e, kExitIo, verbose);
   } catch (const cntkio::UsageError& e) {
     return report(e, kExitUsage, verbose);
+  } catch (const std::bad_alloc&) {
+    // A sample or chunk larger than the memory left (a huge dim, a huge context window): no location is
+    // known here, but the user should read that memory ran out, not "std::bad_alloc".
+    std::cerr << "error: out of memory (a sample, chunk or minibatch needed more memory than could be "
+                 "allocated; check the configured dimensions and minibatch size)\n";
+    return kExitOther;
   } catch (const std::exception& e) {
     return report(e, kExitOther, verbose);
   }

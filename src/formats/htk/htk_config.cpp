@@ -10,6 +10,9 @@
 namespace cntkio {
 namespace {
 
+// The largest sample, in values, of an HTK feature stream (with its context window), as for CTF's dim.
+constexpr uint64_t kMaxHtkDim = 0x7FFFFFFFull;
+
 // Only the first stream of `input` in CNTK's (case-insensitive alphabetical) order is used.
 std::pair<std::string, Config> first_input(const Config& section, const char* what) {
   if (!section.exists_current("input")) {
@@ -68,7 +71,13 @@ HtkFeatureOptions htk_feature_options_from_config(const Config& section) {
     throw ConfigError("Features must specify dimension: 'dim' property is missing.", stream.path() + ".dim");
   }
   o.dim = stream.get_uint("dim");
-  if (stream.exists("contextWindow")) {
+  // Bounds CNTK does not check: a `-1` read as an unsigned count, or a window whose output dimension does
+  // not fit in 32 bits, would make it read or allocate out of bounds (cntkio: a configuration error).
+  if (o.dim == 0 || o.dim > kMaxHtkDim) {
+    throw stream.error("dim", "'dim' must be between 1 and " + std::to_string(kMaxHtkDim) + ", found " +
+                                  std::to_string(o.dim) + ".");
+  }
+  if (stream.find_string("contextWindow")) {  // missing or `default`: CNTK's default window 1 (none)
     std::vector<std::string> values = stream.get_array("contextWindow");
     const std::string key = stream.path() + ".contextWindow";
     if (values.size() == 1) {
@@ -80,13 +89,25 @@ HtkFeatureOptions htk_feature_options_from_config(const Config& section) {
       }
       o.left_context = o.right_context = static_cast<size_t>(w / 2);
     } else if (values.size() == 2) {
-      o.left_context = Config::to_uint(values[0], key);
-      o.right_context = Config::to_uint(values[1], key);
+      const int64_t left = Config::to_int(values[0], key);
+      const int64_t right = Config::to_int(values[1], key);
+      if (left < 0 || right < 0) {
+        throw stream.error("contextWindow", "contextWindow values must not be negative, found " +
+                                                std::to_string(left) + ":" + std::to_string(right) + ".");
+      }
+      o.left_context = static_cast<size_t>(left);
+      o.right_context = static_cast<size_t>(right);
     } else {
       throw config_text_error(
           "contextWindow must have 1 or 2 values specified, found " + std::to_string(values.size()) + ".",
           stream, "contextWindow", name);
     }
+  }
+  if (o.left_context + o.right_context >= kMaxHtkDim / o.dim) {
+    throw stream.error("contextWindow", "The context window " + std::to_string(o.left_context) + ":" +
+                                            std::to_string(o.right_context) + " with dim " +
+                                            std::to_string(o.dim) + " makes samples of more than " +
+                                            std::to_string(kMaxHtkDim) + " values.");
   }
   o.prefix_path_in_scp = stream.get_string("prefixPathInSCP", "");
   o.expand_to_utterance = stream.get_bool("expandToUtterance", false);

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <climits>
 #include <fstream>
+#include <limits>
 
 #include "cntkio/errors.hpp"
 
@@ -18,9 +19,9 @@ SourceLocation at(const std::string& file, uint64_t line) {
   return where;
 }
 
-// C's atoi: leading white space, an optional sign, digits; stops at the first other character. The result
-// is converted as `(int) strtol(...)` is on LP64 glibc (saturating to long, then truncated to int).
-int32_t c_atoi(std::string_view text) {
+// C's strtol as atoi calls it: leading white space, an optional sign, digits; stops at the first other
+// character; saturates at LONG_MIN and LONG_MAX.
+long c_strtol(std::string_view text) {
   size_t i = 0;
   while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
   bool negative = false;
@@ -37,7 +38,22 @@ int32_t c_atoi(std::string_view text) {
   } else {
     value = magnitude >= cap ? LONG_MAX : static_cast<long>(magnitude);
   }
-  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<unsigned long>(value)));
+  return value;
+}
+
+// A frame number of an SCP range: `(int) atoi(text)` stored as uint32, as CNTK does. CNTK keeps only the low
+// 32 bits of a number outside [-2^31, 2^32), which can name another frame of the file: cntkio refuses it. A
+// number from -2^31 to -1 keeps CNTK's behaviour: as uint32 it is past any file's end, which is reported.
+uint32_t frame_number(std::string_view text, std::string_view line, const std::string& scp_path,
+                      uint64_t line_number) {
+  const long value = c_strtol(text);
+  if (value > static_cast<long>(std::numeric_limits<uint32_t>::max()) ||
+      value < static_cast<long>(std::numeric_limits<int32_t>::min())) {
+    throw FormatError("parsedpath: frame number " + std::to_string(value) + " does not fit in 32 bits in '" +
+                          std::string(line) + "'",
+                      at(scp_path, line_number));
+  }
+  return static_cast<uint32_t>(static_cast<unsigned long>(value));
 }
 
 }  // namespace
@@ -96,8 +112,8 @@ ScpEntry parse_scp_line(std::string_view line, const std::string& scp_path, uint
   const size_t dot = logical.find_last_of('.');
   entry.key = std::string(dot == std::string_view::npos ? logical : logical.substr(0, dot));
   entry.physical = std::string(line.substr(eq + 1, open - eq - 1));
-  entry.first = static_cast<uint32_t>(c_atoi(line.substr(open + 1, comma - open - 1)));
-  entry.last = static_cast<uint32_t>(c_atoi(end_text));
+  entry.first = frame_number(line.substr(open + 1, comma - open - 1), line, scp_path, line_number);
+  entry.last = frame_number(end_text, line, scp_path, line_number);
   if (entry.first > entry.last) {
     throw FormatError("open: start frame " + std::to_string(static_cast<int32_t>(entry.first)) +
                           " > end frame " + std::to_string(static_cast<int32_t>(entry.last)) + " in '" +
