@@ -64,7 +64,8 @@ struct ReaderState {
 };
 
 /// Combines the states of all W workers of a run (one per rank, any order) into one state from which any
-/// number of workers can continue the global stream with no sample lost or repeated (elastic resume).
+/// number of workers can continue the global stream with no sample lost or repeated (elastic resume). A
+/// worker that has not read yet may give its initial state (a v2 reader learns its rank on its first read).
 ReaderState merge_reader_states(const std::vector<ReaderState>& states);
 
 /// What a reader skipped so far because maxErrors allowed it: nothing is lost silently. Counts cover the

@@ -62,7 +62,17 @@ ReaderState ReaderState::from_json(const std::string& text) {
 
 ReaderState merge_reader_states(const std::vector<ReaderState>& states) {
   if (states.empty()) throw UsageError("merge_reader_states needs the state of every worker, got none.");
-  const uint64_t workers = states[0].num_workers;
+  // A v2 worker learns its rank from its first read: until then its state is the initial one, and says
+  // nothing but "nothing delivered". Such states stand for the ranks no other state names.
+  auto is_initial = [](const ReaderState& s) {
+    return s.num_workers == 1 && s.worker_rank == 0 && s.position == 0 && s.sequence_counter == 0 &&
+           !s.bptt && s.worker_positions.empty();
+  };
+  std::vector<const ReaderState*> ranked;
+  for (const ReaderState& s : states) {
+    if (states.size() == 1 || !is_initial(s)) ranked.push_back(&s);
+  }
+  const uint64_t workers = ranked.empty() ? states.size() : ranked[0]->num_workers;
   if (states.size() != workers) {
     throw UsageError("merge_reader_states needs the states of all " + std::to_string(workers) +
                      " workers, got " + std::to_string(states.size()) + ".");
@@ -72,18 +82,21 @@ ReaderState merge_reader_states(const std::vector<ReaderState>& states) {
   merged.worker_positions.assign(workers, 0);
   std::vector<bool> seen(workers, false);
   const ReaderState* earliest = nullptr;
-  for (const ReaderState& s : states) {
-    if (s.num_workers != workers || s.worker_rank >= workers || seen[s.worker_rank]) {
+  for (const ReaderState* s : ranked) {
+    if (s->num_workers != workers || s->worker_rank >= workers || seen[s->worker_rank]) {
       throw UsageError("merge_reader_states: the states do not come from one run (one per rank of " +
                        std::to_string(workers) + " workers).");
     }
-    seen[s.worker_rank] = true;
-    merged.worker_positions[s.worker_rank] = s.position;
-    if (earliest == nullptr || s.position < earliest->position) earliest = &s;
+    seen[s->worker_rank] = true;
+    merged.worker_positions[s->worker_rank] = s->position;
+    if (earliest == nullptr || s->position < earliest->position) earliest = s;
   }
-  // Continue from the earliest worker; sequences the others delivered after it are skipped on restore.
-  merged.position = earliest->position;
-  merged.sequence_counter = earliest->sequence_counter;
+  // Continue from the earliest worker; sequences the others delivered after it are skipped on restore. A
+  // worker that has not read yet is the earliest: it continues from the start.
+  if (earliest != nullptr && ranked.size() == states.size()) {
+    merged.position = earliest->position;
+    merged.sequence_counter = earliest->sequence_counter;
+  }
   return merged;
 }
 

@@ -239,8 +239,9 @@ TEST(SourceCheckpoint, StateHasTheSameShapeBeforeAndAfterTheFirstMinibatch) {
 
 // Reads `minibatches` minibatches per worker with W workers, then continues from the merged states with
 // W2 workers to the end of the sweep: every key must come exactly once.
+// `idle_rank`, if below w1, reads nothing before the states are taken (its state is the initial one).
 void check_elastic(const Corpus& corpus, const std::string& randomize, bool v2, size_t w1, size_t w2,
-                   size_t minibatches) {
+                   size_t minibatches, size_t idle_rank = SIZE_MAX) {
   Config reader = corpus.reader(randomize, /*composite=*/v2);
   std::multiset<std::string> seen;
   std::vector<ReaderState> states;
@@ -252,7 +253,7 @@ void check_elastic(const Corpus& corpus, const std::string& randomize, bool v2, 
       source->start_epoch(40, 0, kFullSweep, r, w1);
     }
     Minibatch mb;
-    for (size_t i = 0; i < minibatches; ++i) {
+    for (size_t i = 0; i < (r == idle_rank ? 0 : minibatches); ++i) {
       bool got = v2 ? source->next_minibatch_v2(40, w1, r, mb) : source->next_minibatch(mb);
       if (!got) break;
       for (const std::string& k : keys_of(mb)) seen.insert(k);
@@ -278,8 +279,10 @@ void check_elastic(const Corpus& corpus, const std::string& randomize, bool v2, 
     }
   }
   std::set<std::string> unique(seen.begin(), seen.end());
-  EXPECT_EQ(unique.size(), seen.size()) << randomize << " v2=" << v2 << " " << w1 << "->" << w2;
-  EXPECT_EQ(unique.size(), 300u) << randomize << " v2=" << v2 << " " << w1 << "->" << w2;
+  EXPECT_EQ(unique.size(), seen.size())
+      << randomize << " v2=" << v2 << " " << w1 << "->" << w2 << " idle " << idle_rank;
+  EXPECT_EQ(unique.size(), 300u) << randomize << " v2=" << v2 << " " << w1 << "->" << w2 << " idle "
+                                 << idle_rank;
 }
 
 TEST(SourceElasticResume, ContinuesWithAnyWorkerCountWithoutLossOrRepeat) {
@@ -292,6 +295,21 @@ TEST(SourceElasticResume, ContinuesWithAnyWorkerCountWithoutLossOrRepeat) {
       }
     }
   }
+}
+
+TEST(SourceElasticResume, AWorkerThatHasNotReadYetMergesAsNothingDelivered) {
+  Corpus corpus(300);
+  for (const char* randomize : {"randomize = false", "randomize = true\n randomizationWindow = 2"}) {
+    for (bool v2 : {false, true}) {
+      check_elastic(corpus, randomize, v2, 2, 3, 4, /*idle_rank=*/1);
+      check_elastic(corpus, randomize, v2, 3, 2, 3, /*idle_rank=*/0);
+    }
+  }
+  // Only initial states: a start from the beginning for that many workers.
+  const ReaderState merged = merge_reader_states({ReaderState{}, ReaderState{}});
+  EXPECT_EQ(merged.num_workers, 2u);
+  EXPECT_EQ(merged.position, 0u);
+  EXPECT_EQ(merged.worker_positions, (std::vector<uint64_t>{0, 0}));
 }
 
 TEST(SourceThreads, ResultsDoNotDependOnThreadsOrPrefetch) {
