@@ -265,6 +265,29 @@ TEST(CtfErrors, DuplicateInputOnOneLine) {
   expect_budget_error_at("1 |a 1.0 |b 2.0 |b 3.0\n", {dense("a", 1), dense("b", 1)}, 2, 1);
 }
 
+TEST(CtfMaxErrors, RepeatedEmptyDenseSamplesArePaddedInPlace) {
+  // A dense stream named again on its row with no values: each occurrence is a zero-padded sample (the row
+  // has more samples than the sequence's lines: one error). The padding grows the buffer where it is;
+  // it once filled up to an end taken before the buffer moved (a heap overrun, a crash here).
+  TempDir dir;
+  std::string row = "|a 1";
+  for (int i = 0; i < 200; ++i) row += " |a";
+  const std::string f = dir.write("a.ctf", "|a |a |a\n|a 1 |a 2 |a\n" + row + "\n");
+  Parsed p = read_all(options_for(f, {dense("a", 50)}, 100));
+  ASSERT_EQ(p.dense.size(), 3u);
+  auto padded = [](std::vector<float> head, size_t samples) {
+    head.resize(samples * 50, 0.0f);
+    return head;
+  };
+  std::vector<float> second = padded({2}, 2);
+  second.insert(second.begin(), 49, 0.0f);
+  second.insert(second.begin(), 1.0f);
+  EXPECT_EQ(p.dense[0][0], padded({}, 3));
+  EXPECT_EQ(p.dense[1][0], padded(second, 3));
+  EXPECT_EQ(p.dense[2][0], padded({1}, 201));
+  EXPECT_EQ(p.samples[2][0], 201u);
+}
+
 TEST(CtfMaxErrors, SkipsExactlyTheBadSamplesAndCountsThem) {
   // Row 2 has a bad value (error 1), row 3 a bad sparse index (error 2), and sequence 1 then has fewer
   // samples of x than rows (error 3). maxErrors = 3 tolerates all; 2 does not.

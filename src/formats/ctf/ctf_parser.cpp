@@ -123,9 +123,13 @@ class PodBuffer {
     *make_room(1) = value;
     ++size_;
   }
-  // Shrinks, or grows with `fill`.
+  // Shrinks, or grows with `fill`. (The end of the fill is taken from make_room's result: `data_ + n` could
+  // be evaluated before make_room moves the block.)
   void resize(size_t n, T fill = T()) {
-    if (n > size_) std::fill(make_room(n - size_), data_ + n, fill);
+    if (n > size_) {
+      T* const first = make_room(n - size_);
+      std::fill(first, first + (n - size_), fill);
+    }
     size_ = n;
   }
 
