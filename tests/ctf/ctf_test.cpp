@@ -207,13 +207,13 @@ TEST(CtfErrors, TooManyDenseValues) {
 }
 
 TEST(CtfErrors, BlankLineInsideSequence) {
-  // The blank row fails (error 1) at the start of line 3 once its LF is consumed.
-  expect_budget_error_at("1 |x 1\n\n2 |x 2\n", {dense("x", 1)}, 3, 1);
+  // The blank row fails (error 1) once its LF is consumed; the error names the row, line 2.
+  expect_budget_error_at("1 |x 1\n\n2 |x 2\n", {dense("x", 1)}, 2, 1);
 }
 
 TEST(CtfErrors, UnknownAliasOnlyRowIsAnError) {
-  // An unknown input is skipped silently, but a row with nothing else fails.
-  expect_budget_error_at("1 |x 1\n1 |z 2\n", {dense("x", 1)}, 3, 1);
+  // An unknown input is skipped silently, but a row with nothing else fails (named by its start).
+  expect_budget_error_at("1 |x 1\n1 |z 2\n", {dense("x", 1)}, 2, 1);
 }
 
 TEST(CtfErrors, MissingTrailingNewlineWithValueIsFine) {
@@ -262,7 +262,8 @@ TEST(CtfErrors, StreamEmptyForWholeSequenceIsFatalWhateverTheBudget) {
 }
 
 TEST(CtfErrors, DuplicateInputOnOneLine) {
-  expect_budget_error_at("1 |a 1.0 |b 2.0 |b 3.0\n", {dense("a", 1), dense("b", 1)}, 2, 1);
+  // A count error of the whole sequence: named by the sequence's first line.
+  expect_budget_error_at("1 |a 1.0 |b 2.0 |b 3.0\n", {dense("a", 1), dense("b", 1)}, 1, 1);
 }
 
 TEST(CtfMaxErrors, RepeatedEmptyDenseSamplesArePaddedInPlace) {

@@ -307,6 +307,7 @@ class ChunkParser {
     uint64_t row_number = 0;
     while (pos_ < end_) {
       ++row_number;
+      const size_t row_start = pos_;
       if (read_row()) {
         ++rows_read;
       } else {
@@ -314,7 +315,7 @@ class ChunkParser {
           return "Could not read a row (# " + std::to_string(row_number) +
                  ") while loading sequence (id = " + std::to_string(key_) + ")" + where() + ".";
         });
-        count_error(-1, Dropped::kRow);
+        count_error(-1, Dropped::kRow, row_start);
       }
     }
 
@@ -350,18 +351,19 @@ class ChunkParser {
         duplicate = true;
       }
     }
+    const size_t sequence_start = static_cast<size_t>(sequence.offset);
     if (empty_stream >= 0) {
-      throw FormatError("Malformed input file. Bailing out.", location(empty_stream));
+      throw FormatError("Malformed input file. Bailing out.", location(empty_stream, sequence_start));
     }
     if (duplicate) {
-      count_error(-1);
+      count_error(-1, Dropped::kNothing, sequence_start);
     } else if (length < expected_rows) {
       warn([&] {
         return "Number of samples for sequence (id = " + std::to_string(key_) + ")" + where() +
                " is less than expected (" + std::to_string(length) + " vs. " + std::to_string(expected_rows) +
                ").";
       });
-      count_error(-1);
+      count_error(-1, Dropped::kNothing, sequence_start);
     }
     info([&] {
       return "Finished loading sequence (id = " + std::to_string(key_) + ")" + where() +
@@ -423,24 +425,31 @@ class ChunkParser {
     }
   }
 
-  SourceLocation location(int stream) const {
+  static constexpr size_t kHere = SIZE_MAX;  // an error's offset: the parser's position
+
+  // Where an error is: `at`, or the parser's position. Errors found at the end of a row or sequence (the
+  // parser then stands past its LF, as in CNTK's "at offset" text) pass the row's or sequence's start, so
+  // the line named is the one at fault, not the next one.
+  SourceLocation location(int stream, size_t at = kHere) const {
+    if (at == kHere) at = pos_;
     SourceLocation loc;
     loc.file = *ctx_.file;
-    core::LineColumn lc = core::line_column_at(ctx_.data, pos_);
+    core::LineColumn lc = core::line_column_at(ctx_.data, at);
     loc.line = lc.line;
     loc.column = lc.column;
-    loc.byte_offset = pos_;
+    loc.byte_offset = at;
     if (stream >= 0) loc.stream = (*ctx_.streams)[static_cast<size_t>(stream)].name;
     loc.sequence_key = std::to_string(key_);
     return loc;
   }
 
   // One error against maxErrors; throws CNTK's budget error when none is left.
-  void count_error(int stream, Dropped dropped = Dropped::kNothing) {
+  void count_error(int stream, Dropped dropped = Dropped::kNothing, size_t at = kHere) {
     side_effect();
+    if (at == kHere) at = pos_;
     std::string where_text;
     if (ctx_.budget->counted() < 10) {
-      core::LineColumn lc = core::line_column_at(ctx_.data, pos_);
+      core::LineColumn lc = core::line_column_at(ctx_.data, at);
       where_text = *ctx_.file + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column);
     }
     if (ctx_.budget->consume(where_text, dropped)) return;
@@ -452,7 +461,7 @@ class ChunkParser {
     }
     throw FormatError(
         "Reached the maximum number of allowed errors while reading the input file (" + *ctx_.file + ").",
-        location(stream));
+        location(stream, at));
   }
 
   void skip_to_next_input() {
