@@ -67,6 +67,10 @@ class FormatError : public Error {
   /// `cntk_text` says what is wrong; what() appends the description of `location`.
   FormatError(const std::string& cntk_text, SourceLocation location)
       : Error(cntk_text, location.describe()), location_(std::move(location)) {}
+  /// As above, with `hint` (what to do about it) between the text and the location in what().
+  FormatError(const std::string& cntk_text, SourceLocation location, const std::string& hint)
+      : Error(cntk_text, hint + (location.describe().empty() ? "" : " " + location.describe())),
+        location_(std::move(location)) {}
   /// Where the malformed data is.
   const SourceLocation& location() const noexcept { return location_; }
 

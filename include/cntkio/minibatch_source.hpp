@@ -82,7 +82,7 @@ struct SkipReport {
     return errors == 0 && rows_skipped == 0 && samples_skipped == 0 && sequences_skipped == 0;
   }
   /// One line: "skipped 1 row, 2 samples and 0 sequences (3 input errors tolerated under maxErrors); first
-  /// at a.ctf:2:1, a.ctf:3:7".
+  /// at a.ctf:2:1, a.ctf:3:7" (the part in parentheses only when input errors were tolerated).
   std::string to_string() const;
 };
 

@@ -76,7 +76,7 @@ Sequences BlockRandomizer::get_next_sequences(size_t global_sample_count, size_t
     local_sum += local;
   } while (allow_cross_ && !result.end_of_epoch && result.end_of_sweep && global_sample_count > global_sum &&
            local_sample_count > local_sum);
-  cleaner_.clean(result);
+  cleaner_.clean(result, *deserializer_);
   return result;
 }
 

@@ -54,6 +54,8 @@ class BlockRandomizer : public SequenceEnumerator {
   size_t sweep_size() const { return sweep_samples_; }
   /// Invalid sequences dropped so far.
   size_t invalid_sequences_removed() const { return cleaner_.removed(); }
+  /// The keys of the first invalid sequences dropped (up to 10).
+  std::vector<std::string> invalid_sequence_keys() const { return cleaner_.first_removed_keys(); }
   /// Chunks currently held in the cache.
   size_t cached_chunk_count() const { return loader_.size(); }
 

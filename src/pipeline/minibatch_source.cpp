@@ -414,12 +414,18 @@ std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<De
   if (!r.randomize) {
     auto randomizer =
         std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), max_invalid_sequences, pool);
-    if (skips) skips->sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
+    if (skips) {
+      skips->sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
+      skips->sequences_removed_keys = [randomizer] { return randomizer->invalid_sequence_keys(); };
+    }
     return randomizer;
   }
   auto randomizer = std::make_shared<pipeline::BlockRandomizer>(
       std::move(deserializer), r.window, r.sample_based, r.seed, max_invalid_sequences, pool);
-  if (skips) skips->sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
+  if (skips) {
+    skips->sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
+    skips->sequences_removed_keys = [randomizer] { return randomizer->invalid_sequence_keys(); };
+  }
   return randomizer;
 }
 
@@ -472,7 +478,7 @@ std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std
     if (window == 0) r.randomize = false;
   }
   const ReaderSettings settings = reader_settings(reader);
-  pipeline::SkipSources skips{{deserializer}, nullptr, {}};
+  pipeline::SkipSources skips{{deserializer}, nullptr, {}, {}};
   auto enumerator = make_randomizer(deserializer, r, 0, settings, &skips);
   bool frame_mode = !cbf && reader.get_bool("frameMode", false);  // CNTKBinaryReader always packs sequences
   auto packer = frame_mode ? pipeline::make_frame_packer(enumerator, false)
@@ -556,7 +562,7 @@ std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
   // multiThreadedDeserialization (default: on with an ImageDeserializer) transforms the sequences of a
   // minibatch on a pool; results do not depend on it.
   const bool parallel_transforms = reader.get_bool("multiThreadedDeserialization", any_image);
-  pipeline::SkipSources skips{deserializers, deserializers.size() > 1 ? joined : nullptr, {}};
+  pipeline::SkipSources skips{deserializers, deserializers.size() > 1 ? joined : nullptr, {}, {}};
   auto enumerator =
       pipeline::with_transforms(make_randomizer(joined, r, max_errors, settings, &skips),
                                 std::move(transformers), parallel_transforms ? settings.threads : 0);

@@ -156,7 +156,7 @@ Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t lo
     loader_.prefetch(chunks_[(chunk_ + k) % chunks_.size()].id);
   }
   loader_.flush();
-  cleaner_.clean(result);
+  cleaner_.clean(result, *deserializer_);
   return result;
 }
 

@@ -4,12 +4,17 @@
 // over the cleaner's lifetime; once the count exceeds the allowed maximum, a batch that still has data
 // throws.
 //
-// Thread-safety: clean() is for one thread (the randomizer's); removed() may be read from any thread.
+// Thread-safety: clean() is for one thread (the randomizer's); removed() and first_removed_keys() may be
+// read from any thread.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <mutex>
+#include <string>
+#include <vector>
 
+#include "cntkio/deserializer.hpp"
 #include "pipeline/sequence_enumerator.hpp"
 
 namespace cntkio::pipeline {
@@ -18,16 +23,23 @@ class SequenceCleaner {
  public:
   explicit SequenceCleaner(size_t max_invalid_sequences) : max_invalid_(max_invalid_sequences) {}
 
-  /// Removes invalid sequences from `sequences` in place (keeping the order of the others).
-  /// Throws Error if more than the maximum have been removed so far and `sequences` is not left empty.
-  void clean(Sequences& sequences);
+  /// Removes invalid sequences from `sequences` in place (keeping the order of the others); `names` gives
+  /// the keys' text. Throws FormatError (naming the last sequence removed) if more than the maximum have
+  /// been removed so far and `sequences` is not left empty.
+  void clean(Sequences& sequences, const Deserializer& names);
 
   /// Number of sequences removed so far (may be read from another thread).
   size_t removed() const { return removed_.load(std::memory_order_relaxed); }
+  /// The keys of the first sequences removed (up to 10).
+  std::vector<std::string> first_removed_keys() const;
 
  private:
+  static constexpr size_t kKeysKept = 10;
   size_t max_invalid_;
   std::atomic<size_t> removed_{0};
+  mutable std::mutex keys_mutex_;
+  std::vector<std::string> first_keys_;
+  std::string last_key_;  // of the last sequence removed (clean()'s thread only)
 };
 
 }  // namespace cntkio::pipeline

@@ -14,8 +14,10 @@ std::string counted(uint64_t n, const char* one, const char* many) {
 std::string SkipReport::to_string() const {
   std::string out = "skipped " + counted(rows_skipped, "row", "rows") + ", " +
                     counted(samples_skipped, "sample", "samples") + " and " +
-                    counted(sequences_skipped, "sequence", "sequences") + " (" +
-                    counted(errors, "input error", "input errors") + " tolerated under maxErrors)";
+                    counted(sequences_skipped, "sequence", "sequences");
+  // Input errors are the CTF parser's; invalid and unjoinable sequences are counted above.
+  if (errors > 0)
+    out += " (" + counted(errors, "input error", "input errors") + " tolerated under maxErrors)";
   for (size_t i = 0; i < first_locations.size(); ++i) {
     out += (i == 0 ? "; first at " : ", ") + first_locations[i];
   }
@@ -41,6 +43,11 @@ SkipReport SkipSources::report() const {
                                   ctf.first_locations.end());
   }
   if (sequences_removed) report.sequences_skipped = sequences_removed();
+  if (sequences_removed_keys) {
+    for (const std::string& key : sequences_removed_keys()) {
+      report.first_locations.push_back("sequence " + key + " (invalid: its data could not be read)");
+    }
+  }
   if (bundler) {
     const BundlerDrops drops = bundler_drops(*bundler);
     report.sequences_skipped += drops.sequences;

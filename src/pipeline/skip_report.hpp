@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cntkio/deserializer.hpp"
@@ -18,6 +19,7 @@ struct SkipSources {
   std::vector<std::shared_ptr<Deserializer>> deserializers;  ///< as created (before bundling)
   std::shared_ptr<Deserializer> bundler;                     ///< the joined deserializer, if any
   std::function<size_t()> sequences_removed;                 ///< the randomizer's cleaner count; may be empty
+  std::function<std::vector<std::string>()> sequences_removed_keys;  ///< its first keys; may be empty
 
   SkipReport report() const;
 };

@@ -232,8 +232,9 @@ TEST(RandomizerSequenceCleaner, DropsInvalidSequencesKeepingOrder) {
   }
   s.data[0][3].valid = false;
   SequenceCleaner cleaner(2);
-  cleaner.clean(s);
+  cleaner.clean(s, *MockDeserializer::uniform(1, 1));
   EXPECT_EQ(cleaner.removed(), 2u);
+  EXPECT_EQ(cleaner.first_removed_keys(), (std::vector<std::string>{"1", "3"}));
   ASSERT_EQ(s.num_sequences(), 2u);
   EXPECT_EQ(s.keys[0].sequence, 0u);
   EXPECT_EQ(s.keys[1].sequence, 2u);
@@ -255,18 +256,21 @@ Sequences one_invalid() {
 
 TEST(RandomizerSequenceCleaner, ThrowsOnlyWhenDataRemains) {
   SequenceCleaner cleaner(0);
+  const auto names = MockDeserializer::uniform(1, 1);
   Sequences s = one_invalid();
-  cleaner.clean(s);  // nothing left: no check
+  s.keys[0].sequence = 7;
+  cleaner.clean(s, *names);  // nothing left: no check
   EXPECT_EQ(s.num_sequences(), 0u);
   EXPECT_EQ(cleaner.removed(), 1u);
   Sequences valid = one_invalid();
   valid.data[0][0].valid = true;
   try {
-    cleaner.clean(valid);
+    cleaner.clean(valid, *names);
     FAIL() << "expected an error";
-  } catch (const Error& e) {
+  } catch (const FormatError& e) {  // malformed data: the CLI's exit status 4
     EXPECT_EQ(e.cntk_text(),
               "Number of invalid sequences '1' in the input exceeded the specified maximum number '0'");
+    EXPECT_EQ(e.location().sequence_key, "7");  // the last one removed
   }
 }
 
@@ -281,6 +285,9 @@ TEST(RandomizerInvalidSequences, DroppedAndCountedByBothRandomizers) {
       b->start_epoch(epoch_config());
       std::vector<uint64_t> keys = all_keys(read_epoch(*b, *mock, 3, 3));
       EXPECT_EQ(b->invalid_sequences_removed(), 2u);
+      std::vector<std::string> invalid = b->invalid_sequence_keys();
+      std::sort(invalid.begin(), invalid.end());
+      EXPECT_EQ(invalid, (std::vector<std::string>{"17", "3"}));
       std::sort(keys.begin(), keys.end());
       std::vector<uint64_t> expected;
       for (uint64_t k = 0; k < 20; ++k) {
@@ -292,6 +299,7 @@ TEST(RandomizerInvalidSequences, DroppedAndCountedByBothRandomizers) {
       n.start_epoch(epoch_config());
       std::vector<uint64_t> keys = all_keys(read_epoch(n, *mock, 3, 3));
       EXPECT_EQ(n.invalid_sequences_removed(), 2u);
+      EXPECT_EQ(n.invalid_sequence_keys(), (std::vector<std::string>{"3", "17"}));
       EXPECT_EQ(keys, (std::vector<uint64_t>{0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19}));
     }
   }
