@@ -131,7 +131,7 @@ std::vector<Case> ctf_cases() {
   add(ctf("ctf_cr_only_line_ends", text("0 |a 1\r1 |a 2\r", "a:dense:1"),
           format_error(kBudget, "data.ctf", 1, 8, 7, "", "0")));
   add(ctf("ctf_cr_only_line_ends_tolerated", text("0 |a 1\r1 |a 2\r", "a:dense:1", 10),
-          ok("0 a=[1][2]", {2, 0, 1, {"data.ctf:1:8", "data.ctf:1:1"}})));
+          ok("0 a=[1][2]", {2, 0, 0, {"data.ctf:1:8", "data.ctf:1:1"}})));
   add(ctf("ctf_crlf_line_ends", text("0 |a 1\r\n1 |a 2\r\n", "a:dense:1"), ok("0 a=[1]; 1 a=[2]")));
   add(ctf("ctf_nul_ends_a_value",
           text(std::string("|a 1\0"
@@ -144,9 +144,9 @@ std::vector<Case> ctf_cases() {
                            "2\n",
                            7),
                "a:dense:2", 5),
-          ok("0 a=[1 0]", {1, 0, 1, {"data.ctf:1:6"}})));
+          ok("0 a=[1 0]", {1, 0, 0, {"data.ctf:1:6"}})));
   add(ctf("ctf_nul_ends_a_name", text(std::string("|a\0b 1\n", 7), "a:dense:1", 5),
-          ok("0 a=[0]", {1, 0, 1, {"data.ctf:1:4"}})));
+          ok("0 a=[0]", {1, 0, 0, {"data.ctf:1:4"}})));
   add(ctf("ctf_nul_bytes_only_line", text(std::string("0 |a 1\n\0\0\0\n", 11), "a:dense:1", 5),
           ok("0 a=[1]", {2, 1, 0, {"data.ctf:2:1", "data.ctf:1:1"}})));
 
@@ -164,7 +164,7 @@ std::vector<Case> ctf_cases() {
   add(ctf("ctf_missing_first_id", text("x |a 1\n", "a:dense:1"),
           format_error("Expected a sequence id at the offset 0, none was found.", "data.ctf", 1, 1, 0)));
   add(ctf("ctf_indented_id_continues_the_sequence", text("0 |a 1\n  5 |a 2\n", "a:dense:1", 1),
-          ok("0 a=[1][2]", {1, 0, 1, {"data.ctf:2:3"}})));
+          ok("0 a=[1][2]", {1, 0, 0, {"data.ctf:2:3"}})));
   add(ctf("ctf_id_directly_followed_by_bar", text("1|a 1\n", "a:dense:1"), ok("1 a=[1]")));
   add(ctf("ctf_id_only_line", text("0 |a 1\n0\n", "a:dense:1"),
           format_error(kBudget, "data.ctf", 2, 1, 7, "", "0")));
@@ -184,9 +184,9 @@ std::vector<Case> ctf_cases() {
           format_error("The input file holds no sequence with the input 'a' (definesMBSize).", "data.ctf", 0,
                        0, std::nullopt)));
   add(ctf("ctf_garbage_before_first_sample", text("0 x|a 1\n", "a:dense:1", 1),
-          ok("0 a=[1]", {1, 0, 1, {"data.ctf:1:3"}})));
+          ok("0 a=[1]", {1, 0, 0, {"data.ctf:1:3"}})));
   add(ctf("ctf_row_of_garbage", text("0 |a 1\n0 ???\n", "a:dense:1", 5),
-          ok("0 a=[1]", {3, 1, 1, {"data.ctf:2:3", "data.ctf:2:1", "data.ctf:1:1"}})));
+          ok("0 a=[1]", {3, 1, 0, {"data.ctf:2:3", "data.ctf:2:1", "data.ctf:1:1"}})));
   add(ctf("ctf_stream_empty_in_sequence", text("0 |a 1\n1 |b 1\n", "a:dense:1,b:dense:1", 5),
           format_error(kMalformed, "data.ctf", 1, 1, 0, "b", "0")));
   add(ctf("ctf_stream_twice_in_a_row", text("0 |a 1 |a 2\n", "a:dense:1"),
@@ -344,7 +344,7 @@ std::vector<Case> ctf_cases() {
           // `|` then LF: empty name (1); line 2 ` 5` is a sequence of its own: garbage (2), empty row (3),
           // and stream a is empty there: fatal.
           e = with_skips(format_error(kMalformed, "data.ctf", 2, 1, 7, "a", "1"),
-                         {3, 1, 2, {"data.ctf:1:7", "data.ctf:2:2", "data.ctf:2:1"}});
+                         {3, 1, 1, {"data.ctf:1:7", "data.ctf:2:2", "data.ctf:2:1"}});
         } else if (ch == '|') {
           e = ok("0 a=[1]", {2, 0, 2, {"data.ctf:1:7", "data.ctf:1:8"}});  // two empty names
         } else if (ch == ' ' || ch == '\t' || !printable) {

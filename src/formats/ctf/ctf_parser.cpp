@@ -622,7 +622,8 @@ class ChunkParser {
         return std::string("Unexpected character ('") + current() +
                "') in place of the input name prefix ('|')" + where() + ".";
       });
-      count_error(-1, Dropped::kSample);
+      // Only the stray text up to the next '|' or the row's end is passed over: no sample is lost.
+      count_error(-1, Dropped::kNothing);
       return false;
     }
     ++pos_;
