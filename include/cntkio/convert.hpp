@@ -21,6 +21,7 @@
 
 #include "cntkio/cbf.hpp"
 #include "cntkio/deserializer.hpp"
+#include "cntkio/minibatch_source.hpp"
 
 namespace cntkio {
 
@@ -72,6 +73,8 @@ struct ConvertSummary {
   uint64_t chunks = 0;          ///< chunks written (CBF output)
   uint64_t bytes = 0;           ///< size of the output file
   uint64_t inexact_values = 0;  ///< CTF output: see CtfWriter::inexact_values
+  /// CTF input read with maxErrors: the rows and samples skipped (not written) and where.
+  SkipReport skipped;
 };
 
 /// Converts `input` (of format `from`) to `output`. Throws FormatError (bad input), UsageError (streams

@@ -123,6 +123,25 @@ TEST_F(Cli, FormatErrorExitCode4AndSkipsAreReported) {
       << tolerant.output;
 }
 
+TEST_F(Cli, ConvertReportsTheRowsItsReaderSkipped) {
+  // Rows that maxErrors lets the reader skip are not written: convert says so, as dump does.
+  const std::string data = write("d.ctf", "0 |a 1\n1 |a x\n1 |a 2\n2 |a 3\n");
+  const std::string config =
+      write("c.cntk", "Train = [\n  reader = [\n    file = \"" + data +
+                          "\"\n    maxErrors = 5\n    traceLevel = 0\n"
+                          "    input = [ a = [ dim = 1 ; format = dense ] ]\n  ]\n]\n");
+  const std::string skipped =
+      "warning: skipped 1 row, 1 sample and 0 sequences (3 input errors tolerated "
+      "under maxErrors); first at " +
+      data + ":2:6, " + data + ":2:1, " + data + ":2:1\n";
+  for (const char* out : {"out.cbf", "out.ctf", "out.scp"}) {
+    CliRun r =
+        run("convert " + data + " " + (dir_ / out).string() + " --config " + config + " --section Train");
+    EXPECT_EQ(r.exit_code, 0) << out << r.output;
+    EXPECT_NE(r.output.find(skipped), std::string::npos) << out << r.output;
+  }
+}
+
 }  // namespace
 
 // `convert --to htk`: the dense stream written as HTK features + SCP reads back with the same values.

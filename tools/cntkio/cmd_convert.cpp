@@ -137,6 +137,15 @@ int run_convert_to_htk(const ConvertArgs& a, DataFormat from) {
   const HtkConvertResult r = convert_to_htk(*source, chosen, options);
   std::cout << "wrote " << a.output << " (htk): " << r.utterances << " utterances, " << r.frames
             << " frames of " << streams[chosen].sample_dim() << " values\n";
+  if (from == DataFormat::kCtf) {  // a --config reader may tolerate input errors: say what was not written
+    const CtfErrorSummary ctf = ctf_error_summary(*source);
+    SkipReport skipped;
+    skipped.errors = ctf.errors;
+    skipped.rows_skipped = ctf.rows_skipped;
+    skipped.samples_skipped = ctf.samples_skipped;
+    skipped.first_locations = ctf.first_locations;
+    if (!skipped.empty()) std::cerr << "warning: " << skipped.to_string() << '\n';
+  }
   return 0;
 }
 
@@ -175,6 +184,8 @@ int run_convert(const ConvertArgs& a) {
             << summary.samples << " samples";
   if (to != DataFormat::kCtf) std::cout << ", " << summary.chunks << " chunk(s)";
   std::cout << ", " << summary.bytes << " bytes\n";
+  // What maxErrors let through is never silent (as `dump` and `inspect` do).
+  if (!summary.skipped.empty()) std::cerr << "warning: " << summary.skipped.to_string() << '\n';
   return 0;
 }
 

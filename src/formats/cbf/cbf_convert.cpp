@@ -105,6 +105,16 @@ ConvertSummary run(Deserializer& source, const std::vector<size_t>& selected, co
     summary.bytes = cbf->bytes_written();
     summary.chunks = cbf->chunks();
   }
+  // What a CTF reader's maxErrors let through: not written, so the caller must be told.
+  try {
+    const CtfErrorSummary ctf = ctf_error_summary(source);
+    summary.skipped.errors = ctf.errors;
+    summary.skipped.rows_skipped = ctf.rows_skipped;
+    summary.skipped.samples_skipped = ctf.samples_skipped;
+    summary.skipped.first_locations = ctf.first_locations;
+  } catch (const UsageError&) {
+    // not a CTF deserializer: the other formats tolerate no input errors
+  }
   return summary;
 }
 
