@@ -213,11 +213,16 @@ TEST(MlfDeserializer, NonContiguousUtterancesAreInvalidNotFatal) {
   EXPECT_FALSE(labels_of(*d, *o.keys, "late").valid);
   const Labels ok = labels_of(*d, *o.keys, "ok");
   EXPECT_EQ(ok.classes, (std::vector<int32_t>{0, 1, 1}));
+  // CNTK's texts, then the label line's file and byte offset.
+  EXPECT_NE(std::find(log.begin(), log.end(),
+                      "WARNING: Labels are not in the consecutive order MLF in label set for utterance 'gap' "
+                      "[file '" +
+                          mlf + "', byte offset 24]"),
+            log.end());
   EXPECT_NE(
       std::find(log.begin(), log.end(),
-                "WARNING: Labels are not in the consecutive order MLF in label set for utterance 'gap'"),
+                "WARNING: Invalid first frame in utterance 'late' [file '" + mlf + "', byte offset 43]"),
       log.end());
-  EXPECT_NE(std::find(log.begin(), log.end(), "WARNING: Invalid first frame in utterance 'late'"), log.end());
   // Without a state list the 4th column is the class id.
   MlfOptions numeric = mlf_options(mlf, "", 2, false);
   auto n = make_mlf_deserializer(numeric);

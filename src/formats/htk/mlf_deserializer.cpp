@@ -351,11 +351,16 @@ class MlfDeserializer final : public Deserializer {
                           where);
       }
       if (range.first != expected_first) {
+        // CNTK's text, then where the label line is (CNTK names neither the file nor the line).
+        SourceLocation where;
+        where.file = path;
+        where.byte_offset = lines[i].second;
         logger_.log(
             core::LogLevel::kWarning,
-            i == 1 ? "WARNING: Invalid first frame in utterance '" + key + "'"
-                   : "WARNING: Labels are not in the consecutive order MLF in label set for utterance '" +
-                         key + "'");
+            (i == 1 ? "WARNING: Invalid first frame in utterance '" + key + "'"
+                    : "WARNING: Labels are not in the consecutive order MLF in label set for utterance '" +
+                          key + "'") +
+                " " + where.describe());
         return false;
       }
       expected_first = static_cast<uint64_t>(range.first) + range.count;
