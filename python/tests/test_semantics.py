@@ -229,7 +229,7 @@ def test_errors_carry_locations(tmp_path):
     with pytest.raises(cntkio.FormatError) as e:
         read_all(ctf_source(str(bad), randomize=False, max_sweeps=1), 10)
     assert isinstance(e.value, ValueError)
-    assert e.value.file == str(bad) and e.value.line == 2 and "bad.ctf" in str(e.value)
+    assert e.value.file == str(bad) and e.value.line == 1 and "bad.ctf" in str(e.value)  # sequence 0 lacks labels
     assert e.value.cntk_text in str(e.value)
     with pytest.raises(FileNotFoundError) as missing:
         ctf_source(str(tmp_path / "missing.ctf"))
