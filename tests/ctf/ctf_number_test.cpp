@@ -45,6 +45,14 @@ bool long_tests() {
   return std::getenv("CNTKIO_LONG_TESTS") != nullptr;
 }
 
+// Sanitizer builds run the suite 5-10 times slower: the randomized proof is then a sample of it.
+constexpr bool kSanitized =
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    true;
+#else
+    false;
+#endif
+
 // Every digit string of min_digits..max_digits digits, with the decimal point at every position (or, with
 // `point_after_first`, only after the first digit), each with every exponent suffix; plus the negated
 // integer.
@@ -135,7 +143,8 @@ TEST(CtfNumber, FastPathDefersWhenTheFileIsShorterThanIndexed) {
 }
 
 TEST(CtfNumber, FastPathAgreesOnRandomTokens) {
-  const uint64_t count = long_tests() ? 100'000'000 : 2'000'000;
+  // Issue #9's proof: 10^8 generated tokens (26 s on the 2-core CI machine), in every plain build's suite.
+  const uint64_t count = kSanitized && !long_tests() ? 2'000'000 : 100'000'000;
   std::mt19937_64 rng(20261122);
   std::string why;
   std::string token;
@@ -170,6 +179,8 @@ TEST(CtfNumber, FastPathAgreesOnEveryShortMantissa) {
 
 TEST(CtfNumber, FastPathAgreesOnEveryMantissaUpToNineDigits) {
   // Long (CNTKIO_LONG_TESTS=1, about 4.4e9 spellings): mantissas of 6-9 digits as d.ddd with short exponents.
+  // Longer than CI's budget for it (issue #9: under 5 minutes), so it runs on demand:
+  //   CNTKIO_LONG_TESTS=1 build/tests/cntkio_unit_tests --gtest_filter='CtfNumber.*
   if (!long_tests()) GTEST_SKIP() << "set CNTKIO_LONG_TESTS=1 to run";
   uint64_t checked = exhaustive(6, 9, true, {"", "e-5", "E+2"});
   std::printf("compared %llu spellings\n", static_cast<unsigned long long>(checked));
