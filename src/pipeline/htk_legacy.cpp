@@ -26,8 +26,9 @@ bool is_block_value(const Config& scope, const std::string& key) {
   return i < value->size() && ((*value)[i] == '[' || (*value)[i] == '{');
 }
 
-FormatError text_error(const std::string& cntk_text, const Config& scope, std::string_view key) {
-  return FormatError(cntk_text, scope.location(key));
+// A configuration mistake with CNTK's text (cntk_text() stays that text), located at `key`.
+ConfigError text_error(const std::string& cntk_text, const Config& scope, std::string_view key) {
+  return scope.error(key, cntk_text);
 }
 
 // `key = value` for every key found in `record` (scoped lookup), copied as resolved text.

@@ -210,6 +210,9 @@ TEST(HtkReader, ContextWindowDefaultMeansNoneAndBadWindowsOrDimsAreConfigErrors)
       {"contextWindow = 0:-1\n", "contextWindow values must not be negative, found 0:-1."},
       {"contextWindow = -1:-1\n", "contextWindow values must not be negative, found -1:-1."},
       {"contextWindow = 1:1073741823\n", "makes samples of more than 2147483647 values"},
+      // CNTK's own checks, with its texts: configuration errors too (the CLI's exit status 3).
+      {"contextWindow = 2\n", "Neighbor expansion of input features to 2 is not symmetrical."},
+      {"contextWindow = 1:1:1\n", "contextWindow must have 1 or 2 values specified, found 3."},
   };
   for (const auto& [settings, text] : bad) {
     try {

@@ -37,12 +37,10 @@ int trace_level_of(const Config& section) {
   return static_cast<int>(section.get_uint("traceLevel", 1));
 }
 
-// An error whose text is CNTK's (compared by conformance cases), located at the config text of `key`.
-FormatError config_text_error(const std::string& cntk_text, const Config& scope, std::string_view key,
-                              const std::string& stream) {
-  SourceLocation where = scope.location(key);
-  where.stream = stream;
-  return FormatError(cntk_text, where);
+// A configuration mistake whose text is CNTK's (compared by conformance cases as cntk_text()), located at
+// the config text of `key`.
+ConfigError config_text_error(const std::string& cntk_text, const Config& scope, std::string_view key) {
+  return scope.error(key, cntk_text);
 }
 
 std::vector<std::string> read_list_file(const std::string& path) {
@@ -85,7 +83,7 @@ HtkFeatureOptions htk_feature_options_from_config(const Config& section) {
       if (w < 0 || w % 2 == 0) {
         throw config_text_error(
             "Neighbor expansion of input features to " + std::to_string(w) + " is not symmetrical.", stream,
-            "contextWindow", name);
+            "contextWindow");
       }
       o.left_context = o.right_context = static_cast<size_t>(w / 2);
     } else if (values.size() == 2) {
@@ -100,7 +98,7 @@ HtkFeatureOptions htk_feature_options_from_config(const Config& section) {
     } else {
       throw config_text_error(
           "contextWindow must have 1 or 2 values specified, found " + std::to_string(values.size()) + ".",
-          stream, "contextWindow", name);
+          stream, "contextWindow");
     }
   }
   if (o.left_context + o.right_context >= kMaxHtkDim / o.dim) {
@@ -152,7 +150,7 @@ MlfOptions mlf_options_from_config(const Config& section) {
   o.phone_boundaries = stream.get_bool("phoneBoundaries", false);
   if (o.frame_mode && o.phone_boundaries) {
     throw config_text_error("frameMode and phoneBoundaries are mutually exclusive options.", stream,
-                            "phoneBoundaries", name);
+                            "phoneBoundaries");
   }
   return o;
 }
