@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cntkio/errors.hpp"
 #include "cntkio/sequence.hpp"
 #include "cntkio/stream.hpp"
 
@@ -42,6 +43,12 @@ class Deserializer {
   virtual ChunkPtr load_chunk(uint32_t chunk_id) = 0;
   /// Text form of a key, for messages and key dumps (CTF: the decimal id).
   virtual std::string key_to_string(const SequenceKey& key) const { return std::to_string(key.sequence); }
+  /// Where the sequence with `key` is written (file and line, or byte offset; empty fields where unknown),
+  /// for the errors of later stages, which know only the key. For error paths: may be slow.
+  virtual SourceLocation sequence_location(const SequenceKey& key) const {
+    (void)key;
+    return {};
+  }
   /// What this deserializer built that another one of this process, over the same unchanged data with the
   /// same options, takes instead of building it again (the CTF index). While the returned object is held,
   /// deserializers created later find it, in this process and in processes forked from it (DataLoader

@@ -49,6 +49,9 @@ class BlockRandomizer : public SequenceEnumerator {
   std::string key_to_string(const SequenceKey& key) const override {
     return deserializer_->key_to_string(key);
   }
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    return deserializer_->sequence_location(key);
+  }
 
   /// Sweep size S in scheduling samples.
   size_t sweep_size() const { return sweep_samples_; }

@@ -182,6 +182,9 @@ class Bundler final : public Deserializer {
   }
 
   std::string key_to_string(const SequenceKey& key) const override { return members_[0]->key_to_string(key); }
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    return members_[0]->sequence_location(key);
+  }
 
  private:
   const BundledChunkDescription& checked(uint32_t chunk_id) const {

@@ -42,6 +42,9 @@ class NoRandomizer : public SequenceEnumerator {
   std::string key_to_string(const SequenceKey& key) const override {
     return deserializer_->key_to_string(key);
   }
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    return deserializer_->sequence_location(key);
+  }
 
   /// Sweep size S in scheduling samples.
   size_t sweep_size() const { return sweep_samples_; }

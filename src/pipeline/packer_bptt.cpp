@@ -232,6 +232,17 @@ class TruncatedBpttPacker : public Packer {
     }
   }
 
+  // location() of a sequence with the file and line it came from (only built for an error).
+  SourceLocation origin(const StreamInfo& stream, const std::string& key_text, const SequenceKey& key) const {
+    SourceLocation where = location(stream, key_text);
+    const SourceLocation from = source_->sequence_location(key);
+    where.file = from.file;
+    where.line = from.line;
+    where.column = from.column;
+    where.byte_offset = from.byte_offset;
+    return where;
+  }
+
   void push(Slot& slot, const Sequences& got, size_t j, bool end_of_sweep, size_t pull_serial) {
     SlotSequence seq;
     seq.pull = pull_serial;
@@ -244,10 +255,15 @@ class TruncatedBpttPacker : public Packer {
     const auto& inputs = source_->streams();
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const SequenceData& d = got.data[i][j];
-      packer_detail::check_fixed_shape(inputs[i], d, seq.key);
+      try {
+        packer_detail::check_fixed_shape(inputs[i], d, seq.key);
+      } catch (const FormatError& e) {
+        if (std::optional<FormatError> located = packer_detail::with_origin(e, got, *source_)) throw *located;
+        throw;
+      }
       if (d.number_of_samples != seq.length) {
         throw FormatError("For BPTT sequences between different input stream should have the same length.",
-                          location(inputs[i], seq.key));
+                          origin(inputs[i], seq.key, got.keys[j]));
       }
       if (inputs[i].storage == StorageFormat::kSparseCsc) {
         auto& offsets = seq.nnz_offsets[i];
@@ -255,13 +271,14 @@ class TruncatedBpttPacker : public Packer {
         for (size_t t = 0; t < seq.length; ++t) offsets[t + 1] = offsets[t] + d.nnz_counts[t];
         if (offsets.back() > d.total_nnz) {
           throw FormatError("The nnz counts of a sparse sequence exceed its number of entries.",
-                            location(inputs[i], seq.key));
+                            origin(inputs[i], seq.key, got.keys[j]));
         }
       }
       seq.data.push_back(d);
     }
     if (seq.length == 0) {
-      throw FormatError("Sequences must be at least one frame long.", location(inputs[0], seq.key));
+      throw FormatError("Sequences must be at least one frame long.",
+                        origin(inputs[0], seq.key, got.keys[j]));
     }
     slot.length += seq.length;
     slot.sequences.push_back(std::move(seq));

@@ -92,6 +92,24 @@ SourceLocation location(const StreamInfo& stream, const std::string& key) {
   return where;
 }
 
+std::optional<FormatError> with_origin(const FormatError& error, const Sequences& sequences,
+                                       const SequenceEnumerator& source) {
+  const SourceLocation& where = error.location();
+  if (!where.file.empty() || where.sequence_key.empty()) return std::nullopt;
+  for (const SequenceKey& key : sequences.keys) {
+    if (source.key_to_string(key) != where.sequence_key) continue;
+    const SourceLocation origin = source.sequence_location(key);
+    if (origin.file.empty()) return std::nullopt;
+    SourceLocation located = where;
+    located.file = origin.file;
+    located.line = origin.line;
+    located.column = origin.column;
+    located.byte_offset = origin.byte_offset;
+    return FormatError(error.cntk_text(), located);
+  }
+  return std::nullopt;
+}
+
 namespace {
 size_t product(std::span<const size_t> shape) {
   size_t n = 1;

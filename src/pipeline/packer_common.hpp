@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ void check_configuration(const EpochConfiguration& config);
 void check_shape(const Sequences& sequences, size_t num_streams);
 
 SourceLocation location(const StreamInfo& stream, const std::string& key);
+/// `error` (about the sequence its location names by key, found among `sequences`) with the file, line and
+/// byte offset where `source` says that sequence is; std::nullopt if it has a file already or none is known.
+std::optional<FormatError> with_origin(const FormatError& error, const Sequences& sequences,
+                                       const SequenceEnumerator& source);
 
 /// The sample shape of dense stream `stream` in one minibatch (CNTK's PackerBase shape check): the
 /// stream's own shape, or, when the stream's shape is not fixed (empty), the first sequence's. Throws CNTK's

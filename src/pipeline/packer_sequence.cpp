@@ -37,6 +37,18 @@ class SequencePacker : public Packer {
   Minibatch read_minibatch() override {
     if (local_budget_ == 0) throw UsageError("read_minibatch() called before set_configuration().");
     Sequences sequences = source_->get_next_sequences(global_budget_, local_budget_);
+    try {
+      return pack(sequences);
+    } catch (const FormatError& e) {
+      // The checks know a sequence by its key only: add the file and line it came from.
+      if (std::optional<FormatError> located = packer_detail::with_origin(e, sequences, *source_))
+        throw *located;
+      throw;
+    }
+  }
+
+ private:
+  Minibatch pack(Sequences& sequences) {
     Minibatch result;
     result.end_of_sweep = sequences.end_of_sweep;
     result.end_of_epoch = sequences.end_of_epoch;
@@ -97,6 +109,7 @@ class SequencePacker : public Packer {
     return result;
   }
 
+ public:
   bool defer_values(bool on) override {
     defer_.store(on, std::memory_order_relaxed);
     return true;

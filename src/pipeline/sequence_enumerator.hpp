@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cntkio/errors.hpp"
 #include "cntkio/sequence.hpp"
 #include "cntkio/stream.hpp"
 
@@ -78,6 +79,11 @@ class SequenceEnumerator {
   virtual void skip_delivered(const DeliveredBefore& delivered) = 0;
   /// Text form of a key (delegates to the deserializer).
   virtual std::string key_to_string(const SequenceKey& key) const = 0;
+  /// Where the sequence with `key` is in the input (Deserializer::sequence_location), for errors.
+  virtual SourceLocation sequence_location(const SequenceKey& key) const {
+    (void)key;
+    return {};
+  }
 };
 
 }  // namespace cntkio::pipeline

@@ -38,6 +38,9 @@ class TransformStage final : public SequenceEnumerator {
   void restore(const EnumeratorState& state) override { inner_->restore(state); }
   void skip_delivered(const DeliveredBefore& delivered) override { inner_->skip_delivered(delivered); }
   std::string key_to_string(const SequenceKey& key) const override { return inner_->key_to_string(key); }
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    return inner_->sequence_location(key);
+  }
 
  private:
   std::shared_ptr<SequenceEnumerator> inner_;

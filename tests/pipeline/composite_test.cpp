@@ -150,3 +150,40 @@ TEST(CompositeReader, FrameModeAndTruncationAreExclusive) {
   EXPECT_THROW(read_joined("truncated = true\n deserializers = ( " + deserializer(a, "a", 1, "") + " )"),
                ConfigError);
 }
+
+// The packers know a sequence by its key; their errors still name the file and line it came from.
+TEST(PackerErrors, NameTheFileAndLineOfTheSequence) {
+  Files files;
+  const std::string data = files.write("d.ctf", "0 |a 1 |b 1\n1 |a 2 |b 2\n1 |a 3\n");
+  auto error_of = [&](const std::string& settings) -> FormatError {
+    // The composite form: truncated BPTT is a composite reader's option.
+    Config reader =
+        Config::from_text("R = [ reader = [ randomize = false\n " + settings +
+                          "\n deserializers = ( [ type = \"CNTKTextFormatDeserializer\"\n file = \"" + data +
+                          "\"\n input = [ a = [ dim = 1 ; format = dense ] ; b = [ dim = 1 ; format "
+                          "= dense ] ] ] ) ] ]")
+            .get_block("R")
+            .get_block("reader");
+    auto source = MinibatchSource::from_config(reader);
+    source->start_epoch(4, 0, kFullSweep);
+    Minibatch mb;
+    try {
+      while (source->next_minibatch(mb)) {
+      }
+    } catch (const FormatError& e) {
+      return e;
+    }
+    ADD_FAILURE() << settings << ": no error";
+    return FormatError("", {});
+  };
+  const FormatError frame = error_of("frameMode = true");
+  EXPECT_EQ(frame.cntk_text(), "Detected a non-frame sequence of size 2 in frame mode.");
+  EXPECT_EQ(frame.location().file, data);
+  EXPECT_EQ(frame.location().line, 2u);  // sequence 1 starts on line 2
+  EXPECT_EQ(frame.location().sequence_key, "1");
+  const FormatError bptt = error_of("truncated = true\n truncationLength = 2");
+  EXPECT_EQ(bptt.cntk_text(),
+            "For BPTT sequences between different input stream should have the same length.");
+  EXPECT_EQ(bptt.location().file, data);
+  EXPECT_EQ(bptt.location().line, 2u);
+}

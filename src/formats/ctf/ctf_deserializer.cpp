@@ -186,6 +186,20 @@ class CtfDeserializer final : public Deserializer {
     return options_.keys ? options_.keys->key_of(key.sequence) : std::to_string(key.sequence);
   }
 
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    const std::optional<SequenceInfo> info = sequence_info_by_key(key);
+    if (!info) return {};
+    const ctf::IndexedSequence& s = chunk_sequences(info->chunk_id)[info->index_in_chunk];
+    SourceLocation where;
+    where.file = options_.file;
+    const core::LineColumn lc = core::line_column_at(file_.view(), static_cast<size_t>(s.offset));
+    where.line = lc.line;
+    where.column = lc.column;
+    where.byte_offset = s.offset;
+    where.sequence_key = key_to_string(key);
+    return where;
+  }
+
   std::shared_ptr<const void> shared_index() const override { return shared_ ? index_ : nullptr; }
 
   const CtfIndexSummary& summary() const { return summary_; }

@@ -169,6 +169,14 @@ class HtkFeatureDeserializer final : public Deserializer {
     }
   }
 
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    auto it =
+        std::lower_bound(by_id_.begin(), by_id_.end(), key.sequence,
+                         [](const std::pair<uint64_t, uint32_t>& e, uint64_t id) { return e.first < id; });
+    if (it == by_id_.end() || it->first != key.sequence) return {};
+    return scp_location(utterances_[it->second]);
+  }
+
   std::optional<SequenceInfo> sequence_info_by_key(const SequenceKey& key) const override {
     auto it =
         std::lower_bound(by_id_.begin(), by_id_.end(), key.sequence,

@@ -187,6 +187,15 @@ class ImageMapDeserializer final : public Deserializer, public TransformProvider
     return common_->keys->key_of(key.sequence);
   }
 
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    auto it = by_key_.find(key.sequence);
+    if (it == by_key_.end()) return {};
+    SourceLocation where =
+        at_line(common_->options.file, common_->sources->sources()[sequences_[it->second].source].line);
+    where.sequence_key = key_to_string(key);
+    return where;
+  }
+
   std::vector<SequenceTransformerPtr> transformers() const override {
     return {common_->transformer, nullptr};
   }
@@ -437,6 +446,15 @@ class Base64ImageDeserializer final : public Deserializer, public TransformProvi
 
   std::string key_to_string(const SequenceKey& key) const override {
     return common_->keys->key_of(key.sequence);
+  }
+
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    auto it = by_key_.find(key.sequence);
+    if (it == by_key_.end()) return {};
+    SourceLocation where = at_line(common_->options.file, sequences_[it->second].line);
+    where.byte_offset = sequences_[it->second].offset;
+    where.sequence_key = key_to_string(key);
+    return where;
   }
 
   std::vector<SequenceTransformerPtr> transformers() const override {
