@@ -1,9 +1,11 @@
 // The command line's side of the error model: one `error:` line, `-v` details, exit codes documented in
 // --help, and the `warning: skipped ...` line of a run that tolerated errors (runs the built `cntkio`).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -179,4 +181,87 @@ TEST_F(Cli, ConvertToHtkWritesFeaturesThatReadBackUnchanged) {
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("error: --to htk writes one dense stream"), std::string::npos) << bad.output;
   EXPECT_FALSE(fs::exists(scp2));
+}
+
+// Outputs are written as OUT.partial and renamed over OUT: a device, link or FIFO there would be replaced.
+TEST_F(Cli, ConvertRefusesToReplaceAnOutputThatIsNotARegularFile) {
+  const std::string in = write("in.ctf", "0 |a 1\n1 |a 2\n");
+  const fs::path target = dir_ / "target.ctf";
+  const fs::path link = dir_ / "link.cbf";
+  fs::create_symlink(target, link);
+  const fs::path fifo = dir_ / "fifo.cbf";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  for (const fs::path& out : {link, fifo}) {
+    CliRun r = run("convert " + in + " " + out.string() + " --stream a:a:1:dense");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("exists and is a "), std::string::npos) << r.output;
+  }
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  EXPECT_FALSE(fs::exists(target));
+}
+
+// Inputs a writer cannot represent are refused instead of written wrong.
+TEST_F(Cli, ConvertRefusesOutputsThatWouldReadBackDifferently) {
+  // definesMBSize drops sequence 1, which brings the two sequences with id 0 together: in CTF they merge.
+  const std::string merged = write("m.ctf", "0 |x 1 |y 0:1\n1 |x 2\n0 |x 3 |y 1:1\n");
+  const std::string config =
+      write("m.cntk",
+            "T = [ reader = [ readerType = \"CNTKTextFormatReader\" ; file = \"" + merged +
+                "\" ; randomize = false\n input = [ x = [ dim = 1 ; format = \"dense\" ] ; y = [ dim = 2 ; "
+                "format = \"sparse\" ; definesMBSize = true ] ] ] ]\n");
+  CliRun ctf =
+      run("convert --config " + config + " --section T " + merged + " " + (dir_ / "m2.ctf").string());
+  EXPECT_EQ(ctf.exit_code, 2) << ctf.output;
+  EXPECT_NE(ctf.output.find("Two sequences in a row have the id 0"), std::string::npos) << ctf.output;
+  EXPECT_FALSE(fs::exists(dir_ / "m2.ctf"));
+  // Two sequences with id 0: one SCP key twice, which the HTK reader drops (and one file would be lost).
+  const std::string repeated = write("dup.ctf", "0 |f 1 2 3\n1 |f 4 5 6\n0 |f 7 8 9\n");
+  CliRun htk = run("convert-htk " + repeated + " " + (dir_ / "dup.scp").string() + " --stream f:3");
+  EXPECT_EQ(htk.exit_code, 2) << htk.output;
+  EXPECT_NE(htk.output.find("Sequence key '0' appears twice"), std::string::npos) << htk.output;
+  EXPECT_FALSE(fs::exists(dir_ / "dup.scp"));
+  // Two output streams with one name: no reader accepts the file.
+  CliRun names = run("convert " + repeated + " " + (dir_ / "n.cbf").string() +
+                     " --stream a:f:3:dense --stream a:f:3:dense");
+  EXPECT_EQ(names.exit_code, 2) << names.output;
+  EXPECT_NE(names.output.find("Two streams are named 'a'"), std::string::npos) << names.output;
+}
+
+TEST_F(Cli, CountOptionsRejectNegativeAndOverflowingNumbersOnOneLine) {
+  const std::string data = write("d.ctf", "0 |a 1\n1 |a 2\n");
+  const std::string config = write("c.cntk", "T = [ reader = [ file = \"" + data +
+                                                 "\" ; randomize = false ; input = [ a = [ dim = 1 ; "
+                                                 "format = dense ] ] ] ]\n");
+  const std::string base = "dump --config " + config + " --section T ";
+  for (const std::string& bad :
+       {std::string("--mb-size -1"), std::string("--mb-size 99999999999999999999999"),
+        std::string("--mb-size 0"), std::string("--mb-size 4 --epochs -1"),
+        std::string("--mb-size 4 --subsets -1"), std::string("--mb-size 4 --epoch-size abc")}) {
+    CliRun r = run(base + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("error: ", 0), 0u) << bad << ": " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << bad << ": " << r.output;
+  }
+  EXPECT_EQ(run(base + "--mb-size 4").exit_code, 0);
+}
+
+TEST_F(Cli, LostStandardOutputIsAnError) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const std::string data = write("d.ctf", "0 |a 1\n1 |a 2\n");
+  const std::string config = write("c.cntk", "T = [ reader = [ file = \"" + data +
+                                                 "\" ; randomize = false ; input = [ a = [ dim = 1 ; "
+                                                 "format = dense ] ] ] ]\n");
+  EXPECT_EQ(run("dump --config " + config + " --section T --mb-size 4 >/dev/full").exit_code, 5);
+  EXPECT_EQ(run("bench --config " + config + " --section T --json >/dev/full").exit_code, 5);
+}
+
+TEST_F(Cli, BenchReportsTheRowsItsReaderSkipped) {
+  const std::string data = write("d.ctf", "0 |a 1\n1 |a x\n1 |a 2\n2 |a 3\n");
+  const std::string config = write("c.cntk", "T = [ reader = [ file = \"" + data +
+                                                 "\" ; randomize = false ; maxErrors = 5 ; traceLevel = 0 ; "
+                                                 "input = [ a = [ dim = 1 ; format = dense ] ] ] ]\n");
+  CliRun r = run("bench --config " + config + " --section T --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: skipped 1 row, 1 sample and 0 sequences"), std::string::npos) << r.output;
 }

@@ -84,6 +84,9 @@ int run_bench(const BenchArgs& a) {
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (progress) std::fprintf(stderr, "\r%*s\r", 70, "");
+  // What maxErrors let through is never silent (as dump, inspect and convert do).
+  const SkipReport skipped = source->skip_report();
+  if (!skipped.empty()) std::fprintf(stderr, "warning: %s\n", skipped.to_string().c_str());
   const double mb_per_s =
       static_cast<double>(bytes_per_sweep) * static_cast<double>(a.sweeps) / 1e6 / seconds;
   if (a.json) {
@@ -125,10 +128,12 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--reader-section", args->reader_section, "Reader block inside the section")
       ->default_val("reader");
   cmd->add_option("--set", args->overrides, "Config override key=value (repeatable, applied in order)");
-  cmd->add_option("--sweeps", args->sweeps, "Sweeps to read")->default_val(1)->check(CLI::PositiveNumber);
+  cmd->add_option("--sweeps", args->sweeps, "Sweeps to read")
+      ->default_val(1)
+      ->check(positive_count_validator());
   cmd->add_option("--mb-size", args->mb_size, "Samples per minibatch")
       ->default_val(256)
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count_validator());
   cmd->add_option("--threads", args->threads,
                   "Chunk-loading threads (default: the reader's loaderThreads, or nproc)");
   cmd->add_flag("--json", args->json, "Print one JSON line");

@@ -217,7 +217,8 @@ Command add_convert_command(CLI::App& app) {
       "IN. CTF input needs all four fields; CBF input accepts name or name:alias and converts only "
       "the streams given (default: all).");
   cmd->add_option("--chunk-size", args->chunk_size, "CBF output: largest chunk body in bytes")
-      ->default_val(32ull << 20);
+      ->default_val(32ull << 20)
+      ->check(positive_count_validator());
   cmd->add_option("--precision", args->precision,
                   "Value type of the output: float or double (default: the input's; CTF input: float)");
   cmd->add_flag("--quiet", args->quiet, "No progress bar (it is shown only when stderr is a terminal)");

@@ -1,4 +1,5 @@
 // `cntkio dump`: write a reader's minibatches as text (the conformance runner's code path).
+#include <charconv>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -21,6 +22,30 @@ std::vector<std::string> split_commas(const std::string& text) {
     start = comma + 1;
   }
   return out;
+}
+
+namespace {
+CLI::Validator count_at_least(uint64_t least) {
+  return CLI::Validator(
+      [least](std::string& text) -> std::string {
+        uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, ec] = std::from_chars(text.data(), end, value);
+        if (text.empty() || ec != std::errc() || stop != end) {
+          return "'" + text + "' is not a whole number from " + std::to_string(least) + " to 2^64-1";
+        }
+        if (value < least) return "'" + text + "' is below " + std::to_string(least);
+        return {};
+      },
+      least == 0 ? "" : "POSITIVE");
+}
+}  // namespace
+
+CLI::Validator count_validator() {
+  return count_at_least(0);
+}
+CLI::Validator positive_count_validator() {
+  return count_at_least(1);
 }
 
 namespace {
@@ -47,46 +72,55 @@ Command add_dump_command(CLI::App& app) {
   cmd->add_option("--epoch-size", args->epoch_size,
                   "Samples per epoch, or 'sweep' for one pass over the data")
       ->default_val("sweep");
-  cmd->add_option("--mb-size", dump.minibatch_size, "Samples per minibatch")->required();
-  cmd->add_option("--epochs", dump.epochs, "Number of epochs")->default_val(1);
+  cmd->add_option("--mb-size", dump.minibatch_size, "Samples per minibatch")
+      ->required()
+      ->check(positive_count_validator());
+  cmd->add_option("--epochs", dump.epochs, "Number of epochs")->default_val(1)->check(count_validator());
   cmd->add_option("--features", args->features, "Comma-separated streams written first (default: all)");
   cmd->add_option("--labels", args->labels, "Comma-separated streams written after the features");
-  cmd->add_option("--subset", dump.subset, "This worker's rank")->default_val(0);
-  cmd->add_option("--subsets", dump.subsets, "Number of workers")->default_val(1);
+  cmd->add_option("--subset", dump.subset, "This worker's rank")->default_val(0)->check(count_validator());
+  cmd->add_option("--subsets", dump.subsets, "Number of workers")
+      ->default_val(1)
+      ->check(positive_count_validator());
   cmd->add_flag("--separate-layouts", args->separate_layouts, "Give each stream its own layout");
   cmd->add_option("--set", dump.overrides, "Config override key=value (repeatable, applied in order)");
   cmd->add_option("--max-minibatches", dump.max_minibatches, "Minibatches written per epoch")
-      ->default_val(10);
+      ->default_val(10)
+      ->check(count_validator());
   cmd->add_flag("--keys", dump.keys, "Write the sequence keys of each minibatch instead of values");
   cmd->add_option("--output", args->output, "Output file (default: standard output)");
-  return Command{cmd, [args]() {
-                   pipeline::DumpOptions& dump = args->dump;
-                   dump.epoch_size = args->epoch_size == "sweep"
-                                         ? kFullSweep
-                                         : Config::to_uint(args->epoch_size, "--epoch-size");
-                   dump.features = split_commas(args->features);
-                   dump.labels = split_commas(args->labels);
-                   dump.shared_layout = !args->separate_layouts;
-                   SkipReport skipped;
-                   dump.skip_report = &skipped;
-                   // What maxErrors let through is never silent: one line on stderr at the end.
-                   struct PrintSkips {
-                     const SkipReport& report;
-                     ~PrintSkips() {
-                       if (!report.empty()) std::cerr << "warning: " << report.to_string() << '\n';
-                     }
-                   } print_skips{skipped};
-                   if (args->output.empty()) {
-                     std::ios::sync_with_stdio(false);
-                     pipeline::run_dump(dump, std::cout);
-                   } else {
-                     std::ofstream out(args->output, std::ios::binary);
-                     if (!out) throw IoError("cannot create output file", args->output, errno);
-                     pipeline::run_dump(dump, out);
-                     if (!out) throw IoError("cannot write output file", args->output, errno);
-                   }
-                   return 0;
-                 }};
+  return Command{
+      cmd, [args]() {
+        pipeline::DumpOptions& dump = args->dump;
+        if (args->epoch_size != "sweep" && !count_validator()(std::string(args->epoch_size)).empty()) {
+          throw UsageError("--epoch-size is '" + args->epoch_size +
+                           "'; expected a number of samples or 'sweep'.");
+        }
+        dump.epoch_size =
+            args->epoch_size == "sweep" ? kFullSweep : Config::to_uint(args->epoch_size, "--epoch-size");
+        dump.features = split_commas(args->features);
+        dump.labels = split_commas(args->labels);
+        dump.shared_layout = !args->separate_layouts;
+        SkipReport skipped;
+        dump.skip_report = &skipped;
+        // What maxErrors let through is never silent: one line on stderr at the end.
+        struct PrintSkips {
+          const SkipReport& report;
+          ~PrintSkips() {
+            if (!report.empty()) std::cerr << "warning: " << report.to_string() << '\n';
+          }
+        } print_skips{skipped};
+        if (args->output.empty()) {
+          std::ios::sync_with_stdio(false);
+          pipeline::run_dump(dump, std::cout);
+        } else {
+          std::ofstream out(args->output, std::ios::binary);
+          if (!out) throw IoError("cannot create output file", args->output, errno);
+          pipeline::run_dump(dump, out);
+          if (!out) throw IoError("cannot write output file", args->output, errno);
+        }
+        return 0;
+      }};
 }
 
 }  // namespace cntkio::cli

@@ -24,4 +24,9 @@ Command add_bench_command(CLI::App& app);
 /// Splits "a,b,,c" into {"a", "b", "c"}.
 std::vector<std::string> split_commas(const std::string& text);
 
+/// Validators of whole-number options: base-10 digits only, within 64 bits (CLI11 alone lets "-1" wrap to
+/// 2^64 - 1 and takes an overflowing number as the largest one).
+CLI::Validator count_validator();           ///< 0 or more
+CLI::Validator positive_count_validator();  ///< 1 or more
+
 }  // namespace cntkio::cli

@@ -1,5 +1,6 @@
 // The `cntkio` command line: registers the verbs (cmd_*.cpp) and maps errors to exit codes.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -95,12 +96,20 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line, as every other error (CLI11 prints two, without the prefix).
+    std::cerr << "error: " << e.what() << " (see 'cntkio --help')\n";
+    return kExitUsage;
   }
 
   try {
     for (const auto& command : commands) {
-      if (command.app->parsed()) return command.run();
+      if (!command.app->parsed()) continue;
+      const int code = command.run();
+      // Output lost on a full disk or a closed pipe must not end in success.
+      std::cout.flush();
+      if (!std::cout) throw cntkio::IoError("cannot write standard output", "<stdout>", errno);
+      return code;
     }
     return kExitOk;
   } catch (const cntkio::ConfigError& e) {

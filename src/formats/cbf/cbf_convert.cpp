@@ -198,6 +198,14 @@ ConvertStream parse_convert_stream(std::string_view spec) {
 ConvertSummary convert_file(const std::string& input, DataFormat from, const std::string& output,
                             const ConvertOptions& options) {
   const auto log = options.log ? options.log : std::function<void(std::string_view)>(default_log);
+  for (size_t i = 0; i < options.streams.size(); ++i) {
+    for (size_t k = 0; k < i; ++k) {
+      if (options.streams[k].name == options.streams[i].name) {
+        throw UsageError("Two streams are named '" + options.streams[i].name +
+                         "': the output's streams need distinct names (a reader refuses the file).");
+      }
+    }
+  }
   std::shared_ptr<Deserializer> source;
   std::vector<size_t> selected;
   if (from == DataFormat::kCtf) {

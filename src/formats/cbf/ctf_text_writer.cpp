@@ -201,6 +201,15 @@ struct CtfWriter::Impl {
     if (id.empty() || id.find_first_not_of("0123456789") != std::string_view::npos) {
       throw UsageError("CTF sequence id '" + std::string(id) + "' must be a non-empty string of digits.");
     }
+    // Consecutive lines with the same id are one sequence to a CTF reader: two such sequences would merge.
+    std::string_view id_number = id.substr(std::min(id.find_first_not_of('0'), id.size() - 1));
+    if (id_number == previous_id) {
+      throw UsageError("Two sequences in a row have the id " + std::string(id) +
+                       ": a CTF reader would read them as one sequence. (With definesMBSize, a sequence "
+                       "dropped between two with the same id brings them together.) Write CBF instead, or "
+                       "give the sequences distinct ids.");
+    }
+    previous_id.assign(id_number);
     uint32_t rows = 0;
     std::vector<size_t> offsets(streams.size(), 0);  // sparse: entries written so far
     for (size_t s = 0; s < streams.size(); ++s) {
@@ -255,6 +264,7 @@ struct CtfWriter::Impl {
 
   std::vector<CtfWriterStream> streams;
   cbf::OutputFile out;
+  std::string previous_id;  // of the last sequence, without leading zeros
   std::string line;
   std::string text;
   uint64_t inexact = 0;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "cntkio/errors.hpp"
+#include "core/output_path.hpp"
 
 namespace cntkio::cbf {
 namespace {
@@ -15,6 +16,7 @@ constexpr size_t kBufferSize = 1 << 20;
 }
 
 OutputFile::OutputFile(std::string path) : path_(std::move(path)), partial_(path_ + ".partial") {
+  core::check_output_path(path_);
   fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw IoError("cannot create output file", partial_, errno);
   buffer_.resize(kBufferSize);

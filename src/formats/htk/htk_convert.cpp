@@ -4,9 +4,13 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <string>
+#include <system_error>
+#include <unordered_set>
 
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
+#include "core/output_path.hpp"
 #include "formats/htk/htk_file.hpp"
 
 namespace cntkio {
@@ -47,6 +51,12 @@ void for_each_sequence(Deserializer& source, size_t stream, Visit&& visit) {
       visit(key, frames.data(), static_cast<size_t>(d.number_of_samples));
     }
   }
+}
+
+void create_folder(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IoError("cannot create output folder", dir.string(), ec.value());
 }
 
 void check_key(const std::string& key) {
@@ -96,10 +106,21 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
   if (dir.string().find('[') != std::string::npos) {
     throw UsageError("The output folder '" + dir.string() + "' holds '[', which an SCP line cannot carry.");
   }
-  fs::create_directories(dir);
+  core::check_output_path(options.scp_file);
+  create_folder(dir);
 
   HtkConvertResult result;
   std::string scp;
+  // The HTK reader drops every utterance whose key repeats (and one file per key would be overwritten).
+  std::unordered_set<std::string> keys;
+  auto check_unique = [&keys](const std::string& key) {
+    if (!keys.insert(key).second) {
+      throw UsageError(
+          "Sequence key '" + key +
+          "' appears twice in the input: an SCP list needs distinct keys (HTKFeatureDeserializer "
+          "drops every utterance whose key repeats). Renumber the sequences first.");
+    }
+  };
   auto add_line = [&](const std::string& key, const fs::path& file, uint64_t first, uint64_t count) {
     scp += key + "." + options.extension + "=" + scp_path_of(file, options.scp_file) + "[" +
            std::to_string(first) + "," + std::to_string(first + count - 1) + "]\n";
@@ -125,6 +146,7 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
     htk::HtkWriter writer(file.string(), dim, options.write, std::move(a), std::move(b));
     for_each_sequence(source, stream, [&](const std::string& key, const float* frames, size_t count) {
       check_key(key);
+      check_unique(key);
       const uint64_t first = writer.frames();
       writer.append(frames, count);
       add_line(key, file, first, count);
@@ -133,8 +155,9 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
   } else {
     for_each_sequence(source, stream, [&](const std::string& key, const float* frames, size_t count) {
       check_key(key);
+      check_unique(key);
       const fs::path file = dir / (key + ".htk");
-      fs::create_directories(file.parent_path());
+      create_folder(file.parent_path());
       write_htk_file(file.string(), frames, count, dim, options.write);
       add_line(key, file, 0, count);
     });

@@ -15,6 +15,7 @@
 
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
+#include "core/output_path.hpp"
 
 namespace cntkio::htk {
 namespace {
@@ -268,6 +269,7 @@ HtkWriter::HtkWriter(std::string path, size_t dim, const HtkWriteOptions& option
       options_(options),
       a_(std::move(a)),
       b_(std::move(b)) {
+  core::check_output_path(path_);
   if (dim_ == 0) throw UsageError("HTK writer: dim must be greater than 0.");
   const size_t value_bytes = options_.compressed ? 2 : 4;
   if (dim_ * value_bytes > 0x7FFF) {

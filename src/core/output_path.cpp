@@ -1,0 +1,25 @@
+#include "core/output_path.hpp"
+
+#include <filesystem>
+#include <system_error>
+
+#include "cntkio/errors.hpp"
+
+namespace cntkio::core {
+
+void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(path, ec);
+  if (ec || !fs::exists(status) || fs::is_regular_file(status)) return;  // absent or a plain file
+  const char* what = fs::is_symlink(status)                                       ? "a symbolic link"
+                     : fs::is_directory(status)                                   ? "a directory"
+                     : fs::is_fifo(status)                                        ? "a FIFO"
+                     : fs::is_character_file(status) || fs::is_block_file(status) ? "a device"
+                                                                                  : "not a regular file";
+  throw UsageError("The output '" + path + "' exists and is " + what + ": cntkio writes '" + path +
+                   ".partial' and renames it into place, which would replace it. "
+                   "Give the path of a regular file (for a link, its target).");
+}
+
+}  // namespace cntkio::core

@@ -1,0 +1,13 @@
+// Checks for the files cntkio writes: they are written as `<path>.partial` and renamed over `path`, which
+// replaces whatever `path` is.
+#pragma once
+
+#include <string>
+
+namespace cntkio::core {
+
+/// Throws UsageError if `path` exists and is not a regular file (a device such as /dev/null, a symbolic
+/// link, a FIFO, a directory): the rename that completes an output would replace it.
+void check_output_path(const std::string& path);
+
+}  // namespace cntkio::core
