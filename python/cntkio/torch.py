@@ -466,8 +466,12 @@ class _SegmentPool:
                 too_small = next((s for s in own if s.free()), None)
                 if too_small is not None:  # make room for a bigger one
                     self._retire(too_small)
-                elif len(own) >= _MAX_SEGMENTS:  # the training loop holds them all: drop the oldest
-                    self._retire(own[0])
+                elif len(own) >= _MAX_SEGMENTS:  # all in use: forget the oldest the training loop received
+                    # One not yet pickled (its item waits in the worker's queue) must stay: its id, sent as
+                    # retired first, would make the training process drop it before the item arrives.
+                    received = next((s for s in own if s.handed), None)
+                    if received is not None:
+                        self._retire(received)
                 segment = _Segment(self.next_id, size)
                 self.next_id += 1
                 self.segments.append(segment)

@@ -535,3 +535,18 @@ def test_deferred_minibatches_have_no_stream_arrays(data):
     _, dtype, shape, offset, nbytes = features
     values = buffer[offset:offset + nbytes].view(dtype).reshape(shape)
     assert values[:, 0, 0].tolist() == [0, 1, 2] and values[2, :, 1].tolist() == [0, 1, 2]
+
+
+def test_a_worker_pool_never_retires_a_segment_whose_item_was_not_sent_yet(monkeypatch):
+    """With every segment in use, the pool makes a new one and forgets the oldest the training process has
+    received; a segment whose item still waits in the worker's queue (taken, not yet pickled) must stay, or
+    the item arrives naming a segment the training process was told to drop."""
+    monkeypatch.setattr(cntkio.torch, "_arena", None)  # segments of the pool's own
+    pool = cntkio.torch._SegmentPool()
+    waiting = [pool.take(64) for _ in range(cntkio.torch._MAX_SEGMENTS)]  # none pickled yet
+    extra = pool.take(64)
+    assert all(s in pool.segments for s in waiting) and extra in pool.segments and not pool.retired
+    pool.hand_over(waiting[3])  # pickled: the training process has it (and holds it)
+    pool.take(64)
+    assert waiting[3] not in pool.segments and pool.retired == [waiting[3].id]
+    assert all(s in pool.segments for k, s in enumerate(waiting) if k != 3)
