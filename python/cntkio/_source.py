@@ -103,6 +103,17 @@ def _dimension(shape, stream):
     return int(math.prod(int(d) for d in dims)), tuple(int(d) for d in dims)
 
 
+def _distinct_names(streams, what):
+    """ValueError if two stream names differ only in case: CNTK's config language matches keys ignoring case,
+    so one stream's definition would silently replace the other's."""
+    seen = {}
+    for name in streams:
+        other = seen.setdefault(str(name).lower(), name)
+        if other != name:
+            raise ValueError("%s: stream names %r and %r differ only in case, which CNTK's config language "
+                             "does not tell apart; rename one" % (what, other, name))
+
+
 class _Deserializer:
     """A deserializer definition: its config section text and the sample shapes of its dense streams.
 
@@ -135,6 +146,7 @@ class _Deserializer:
 def CTFDeserializer(filename, streams):
     """The CNTK text format deserializer (CNTKTextFormatDeserializer) for ``filename``; ``streams`` maps stream
     names to StreamDef(field=alias in the file, shape=dimension, is_sparse=..., defines_mb_size=...)."""
+    _distinct_names(streams, "CTFDeserializer")
     inputs = []
     shapes = {}
     for name, s in streams.items():
@@ -159,6 +171,7 @@ def CBFDeserializer(filename, streams={}):  # noqa: B006 -- cntk.io's signature;
     """The CNTK binary format deserializer (CNTKBinaryFormatDeserializer) for ``filename``. Streams and their
     dimensions come from the file; ``streams`` only renames: ``name = StreamDef(field=name in the file)``.
     A StreamDef without ``field`` keeps the file's name (cntk.io would write an invalid config)."""
+    _distinct_names(streams, "CBFDeserializer")
     inputs = []
     for name, s in streams.items():
         alias = s.get("stream_alias")
@@ -200,6 +213,7 @@ def HTKFeatureDeserializer(streams):
     ``field`` must be left unset. Several streams become several HTK feature deserializers joined by
     utterance key, the first one primary, as in cntk.io.
     """
+    _distinct_names(streams, "HTKFeatureDeserializer")
     parts = []
     for name, s in streams.items():
         if s.get("stream_alias") is not None:
@@ -348,12 +362,14 @@ def ImageDeserializer(filename, streams):
     a label stream cntk.io adds a hidden one with 2 classes, so every label in the map file must then be 0 or
     1. With randomization and no other deserializer, CNTK reads images in frame mode.
     """
+    _distinct_names(streams, "ImageDeserializer")
     return _image_deserializer("ImageDeserializer", filename, streams)
 
 
 def Base64ImageDeserializer(filename, streams):
     """The base64 image deserializer: lines ``[key<TAB>]label<TAB>base64 image`` in ``filename``; streams as
     for ImageDeserializer."""
+    _distinct_names(streams, "Base64ImageDeserializer")
     return _image_deserializer("Base64ImageDeserializer", filename, streams)
 
 
@@ -384,9 +400,10 @@ def _reader_config_text(deserializers, randomization_window_in_chunks, randomiza
 
 
 def _count(value, what, allow_zero=True):
-    if isinstance(value, bool) or int(value) != value or value < 0 or (value == 0 and not allow_zero):
-        raise ValueError("%s must be a %s integer, got %r" % (what, "non-negative" if allow_zero else "positive",
-                                                             value))
+    if (isinstance(value, bool) or int(value) != value or value < 0 or (value == 0 and not allow_zero)
+            or value >= 2 ** 64):
+        raise ValueError("%s must be a %s integer below 2**64, got %r"
+                         % (what, "non-negative" if allow_zero else "positive", value))
     return int(value)
 
 
@@ -633,6 +650,7 @@ class MinibatchSource:
                                          s["alias"], s["defines_mb_size"]) for s in self._reader.streams()]
         self._streams = None
         self._skips_reported = False
+        self._skips_due = False  # a sweep ended: check before the next read
         self._report_skips(stacklevel=4)  # a composite reader drops sequences with a missing key when created
 
     # -- what was left out
@@ -642,9 +660,17 @@ class MinibatchSource:
         missing in another deserializer); false when nothing was. (cntkio extension)"""
         return SkipReport(self._reader.skip_report())
 
+    def _report_skips_if_due(self):
+        """The check after a sweep's end, made before the next read: a warning turned into an error then
+        loses no minibatch (the one that ended the sweep was delivered)."""
+        if self._skips_due:
+            self._skips_due = False
+            self._report_skips(stacklevel=4)
+
     def _report_skips(self, stacklevel=3):
         """Warns (SkippedDataWarning, once per source) when the reader has left data out. Called when the
-        source is created, at each sweep's end and when reading stops; ``stacklevel`` points at the caller."""
+        source is created, after each sweep's end and when reading stops; ``stacklevel`` points at the
+        caller."""
         if self._skips_reported:
             return
         report = self.skip_report()
@@ -693,11 +719,12 @@ class MinibatchSource:
         if self._mode != "v2":
             self._reader.set_v2_limits(self._max_samples, self._max_sweeps)
             self._mode = "v2"
+        self._report_skips_if_due()
         batch = self._reader.next_v2(size, partitions, index)
-        if batch is None or batch.end_of_sweep:
-            self._report_skips()
         if batch is None:
+            self._report_skips()
             return MinibatchDict()
+        self._skips_due = batch.end_of_sweep
         result = self._wrap(batch)
         if not input_map:
             return result
@@ -712,11 +739,12 @@ class MinibatchSource:
                                  size, _count(worker_rank, "worker_rank"), _count(num_workers, "num_workers", False))
         self._mode = "v1"
         while self._mode == "v1":
+            self._report_skips_if_due()
             batch = self._reader.next_v1()
-            if batch is None or batch.end_of_sweep:
-                self._report_skips()
             if batch is None:
+                self._report_skips()
                 return
+            self._skips_due = batch.end_of_sweep
             yield self._wrap(batch)
 
     def _wrap(self, batch):

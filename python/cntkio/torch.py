@@ -104,6 +104,11 @@ class MinibatchDataset(IterableDataset):
         self.sparse = sparse
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither")
+        if world_size is not None:
+            world_size = _source._count(world_size, "world_size", allow_zero=False)
+            rank = _source._count(rank, "rank")
+            if rank >= world_size:
+                raise ValueError("rank %d is not below world_size %d" % (rank, world_size))
         self._rank, self._world_size = rank, world_size
         self.epoch = 0
         self.emit_state = False  # set by MinibatchLoader: items carry the reader state
@@ -216,11 +221,12 @@ class MinibatchDataset(IterableDataset):
         if direct:
             reader.defer_values(_DEFER_VALUES)
         while True:
+            source._report_skips_if_due()
             batch = reader.next_v2(global_size, partitions, partition)
-            if batch is None or batch.end_of_sweep:
-                source._report_skips()
             if batch is None:
+                source._report_skips()
                 break
+            source._skips_due = batch.end_of_sweep
             if direct:
                 item = self._item(batch, source, _worker_pool() if in_worker else None)
             else:

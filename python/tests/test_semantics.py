@@ -368,3 +368,47 @@ def test_rows_skipped_under_max_errors_warn_at_the_sweep_end(tmp_path):
     report = source.skip_report()
     assert report.rows_skipped == 1 and report.first_locations[0] == str(path) + ":2:8"
     assert np.concatenate(values).reshape(-1, 2).tolist() == [[1, 2], [3, 4], [5, 6]]
+
+
+def test_stream_names_that_differ_only_in_case_are_refused(data):
+    """Config keys match ignoring case: `x` and `X` would be one stream, the other's definition lost."""
+    with pytest.raises(ValueError, match="differ only in case"):
+        cntkio.CTFDeserializer(data, cntkio.StreamDefs(x=cntkio.StreamDef(field="f", shape=2),
+                                                       X=cntkio.StreamDef(field="l", shape=5, is_sparse=True)))
+    with pytest.raises(ValueError, match="differ only in case"):
+        cntkio.CBFDeserializer("d.cbf", cntkio.StreamDefs(a=cntkio.StreamDef(field="f"),
+                                                          A=cntkio.StreamDef(field="l")))
+
+
+def test_a_skip_warning_turned_into_an_error_loses_no_minibatch(tmp_path):
+    """The warning comes before the read after a sweep's end (or when reading stops), never with a
+    minibatch: raised as an error and caught, it costs no data."""
+    path = tmp_path / "bad.ctf"
+    path.write_text("0 |x 1 2\n1 |x 3 oops\n1 |x 3 4\n2 |x 5 6\n")
+    config = tmp_path / "r.cntk"
+    config.write_text('T = [ reader = [ readerType = CNTKTextFormatReader ; file = "%s" ; randomize = false\n'
+                      "  maxErrors = 5 ; traceLevel = 0 ; input = [ x = [ dim = 2 ; format = dense ] ] ] ]\n" % path)
+    source = cntkio.MinibatchSource.from_config(str(config), "T", max_sweeps=2)
+    values, raised = [], 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cntkio.SkippedDataWarning)
+        while True:
+            try:
+                mb = source.next_minibatch(2)
+            except cntkio.SkippedDataWarning:
+                raised += 1
+                continue
+            if not mb:
+                break
+            values.extend(mb[source.streams.x].asarray().reshape(-1, 2).tolist())
+    assert raised == 1
+    assert values == [[1, 2], [3, 4], [5, 6]] * 2
+
+
+def test_counts_beyond_64_bits_and_bad_checkpoint_positions_are_value_errors(data):
+    source = ctf_source(data, randomize=False, max_sweeps=1)
+    with pytest.raises(ValueError, match="below 2\\*\\*64"):
+        source.next_minibatch(2 ** 70)
+    for position in (-1, 5.5, 2 ** 64, 10 ** 30):  # would have wrapped or been cut to another position
+        with pytest.raises(ValueError, match="whole number"):
+            ctf_source(data, randomize=False).restore_from_checkpoint({"minibatchSourcePosition": position})

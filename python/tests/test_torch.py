@@ -550,3 +550,10 @@ def test_a_worker_pool_never_retires_a_segment_whose_item_was_not_sent_yet(monke
     pool.take(64)
     assert waiting[3] not in pool.segments and pool.retired == [waiting[3].id]
     assert all(s in pool.segments for k, s in enumerate(waiting) if k != 3)
+
+
+def test_rank_and_world_size_are_checked_when_the_dataset_is_made(data):
+    factory = functools.partial(file_order_source, data)
+    for rank, world_size in ((-1, 2), (2, 2), (0, 0)):
+        with pytest.raises(ValueError):
+            cntkio.torch.MinibatchDataset(factory, 16, rank=rank, world_size=world_size)

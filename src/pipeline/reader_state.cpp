@@ -28,15 +28,33 @@ std::string ReaderState::to_json() const {
   return j.dump();
 }
 
+namespace {
+// A count of a state: a JSON integer from 0 to 2^64-1 (nlohmann's get<uint64_t> would wrap -1 and truncate
+// 5.5 or 1e30, restoring another position than the one written).
+uint64_t count_of(const nlohmann::json& value, const char* key) {
+  if (!value.is_number_unsigned()) {
+    throw UsageError(std::string("Not a cntkio reader state: '") + key + "' is " + value.dump() +
+                     ", not a whole number from 0 to 2^64-1");
+  }
+  return value.get<uint64_t>();
+}
+uint64_t count_or(const nlohmann::json& j, const char* key, uint64_t def) {
+  return j.contains(key) ? count_of(j[key], key) : def;
+}
+}  // namespace
+
 ReaderState ReaderState::from_json(const std::string& text) {
   ReaderState s;
   try {
     nlohmann::json j = nlohmann::json::parse(text);
-    s.position = j.at(kPositionKey).get<uint64_t>();
-    s.sequence_counter = j.value("sequenceCounter", uint64_t{0});
-    s.num_workers = j.value("numWorkers", uint64_t{1});
-    s.worker_rank = j.value("workerRank", uint64_t{0});
-    if (j.contains("workerPositions")) s.worker_positions = j["workerPositions"].get<std::vector<uint64_t>>();
+    s.position = count_of(j.at(kPositionKey), kPositionKey);
+    s.sequence_counter = count_or(j, "sequenceCounter", 0);
+    s.num_workers = count_or(j, "numWorkers", 1);
+    s.worker_rank = count_or(j, "workerRank", 0);
+    if (j.contains("workerPositions")) {
+      for (const nlohmann::json& p : j["workerPositions"])
+        s.worker_positions.push_back(count_of(p, "workerPositions"));
+    }
     if (j.contains("bpttSlots")) {
       const nlohmann::json& slots = j["bpttSlots"];
       ReaderState::BpttSlots bptt;

@@ -425,5 +425,13 @@ TEST(SourceErrors, BadArgumentsAreUsageErrors) {
   EXPECT_THROW(source->start_epoch(10, 0, kFullSweep, 2, 2), UsageError);
   EXPECT_THROW(source->set_v2_limits(10, 2), UsageError);
   EXPECT_THROW(ReaderState::from_json("{\"position\": 1}"), UsageError);
+  // Counts are whole numbers within 64 bits: -1, 5.5 and 2^64 would have wrapped or been cut.
+  for (const char* bad : {"{\"minibatchSourcePosition\": -1}", "{\"minibatchSourcePosition\": 5.5}",
+                          "{\"minibatchSourcePosition\": 18446744073709551616}",
+                          "{\"minibatchSourcePosition\": 3, \"numWorkers\": -2}"}) {
+    EXPECT_THROW(ReaderState::from_json(bad), UsageError) << bad;
+  }
+  EXPECT_EQ(ReaderState::from_json("{\"minibatchSourcePosition\": 18446744073709551615}").position,
+            18446744073709551615u);
   EXPECT_THROW(merge_reader_states({}), UsageError);
 }
