@@ -34,7 +34,10 @@ struct ConvertArgs {
 
 DataFormat format_arg(const std::string& text, const char* option) {
   const std::optional<DataFormat> f = parse_data_format(text);
-  if (!f) throw UsageError(std::string(option) + " is '" + text + "'; expected ctf, cbf or cbf1.");
+  if (!f) {
+    throw UsageError(std::string(option) + " is '" + text + "'; expected ctf, cbf or cbf1" +
+                     (std::string_view(option) == "--to" ? " (or htk)." : "."));
+  }
   return *f;
 }
 

@@ -76,7 +76,8 @@ Command add_dump_command(CLI::App& app) {
       ->required()
       ->check(positive_count_validator());
   cmd->add_option("--epochs", dump.epochs, "Number of epochs")->default_val(1)->check(count_validator());
-  cmd->add_option("--features", args->features, "Comma-separated streams written first (default: all)");
+  cmd->add_option("--features", args->features,
+                  "Comma-separated streams written first (default, with no --labels either: all streams)");
   cmd->add_option("--labels", args->labels, "Comma-separated streams written after the features");
   cmd->add_option("--subset", dump.subset, "This worker's rank")->default_val(0)->check(count_validator());
   cmd->add_option("--subsets", dump.subsets, "Number of workers")
