@@ -145,6 +145,8 @@ class CbfWriter {
   uint64_t samples() const;        ///< sum of their scheduling lengths
   uint64_t chunks() const;         ///< chunks written so far (complete after finish())
   uint64_t bytes_written() const;  ///< file size after finish()
+  /// Finite double values beyond float's range written into a float stream (as infinity).
+  uint64_t overflowed_values() const;
 
  private:
   struct Impl;

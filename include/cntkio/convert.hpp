@@ -68,11 +68,12 @@ struct ConvertOptions {
 
 /// What a conversion did.
 struct ConvertSummary {
-  uint64_t sequences = 0;       ///< sequences written
-  uint64_t samples = 0;         ///< sum of the scheduling lengths
-  uint64_t chunks = 0;          ///< chunks written (CBF output)
-  uint64_t bytes = 0;           ///< size of the output file
-  uint64_t inexact_values = 0;  ///< CTF output: see CtfWriter::inexact_values
+  uint64_t sequences = 0;          ///< sequences written
+  uint64_t samples = 0;            ///< sum of the scheduling lengths
+  uint64_t chunks = 0;             ///< chunks written (CBF output)
+  uint64_t bytes = 0;              ///< size of the output file
+  uint64_t inexact_values = 0;     ///< CTF output: see CtfWriter::inexact_values
+  uint64_t overflowed_values = 0;  ///< CBF output: see CbfWriter::overflowed_values
   /// CTF input read with maxErrors: the rows and samples skipped (not written) and where.
   SkipReport skipped;
 };

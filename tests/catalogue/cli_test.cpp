@@ -265,3 +265,15 @@ TEST_F(Cli, BenchReportsTheRowsItsReaderSkipped) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("warning: skipped 1 row, 1 sample and 0 sequences"), std::string::npos) << r.output;
 }
+
+TEST_F(Cli, ConvertWarnsWhenDoublesOverflowFloat) {
+  const std::string in = write("big.ctf", "0 |x 0.1 1e300\n1 |x -1e39 2\n");
+  const std::string doubles = (dir_ / "d.cbf").string();
+  CliRun to_double = run("convert " + in + " " + doubles + " --stream x:x:2:dense --precision double");
+  ASSERT_EQ(to_double.exit_code, 0) << to_double.output;
+  EXPECT_EQ(to_double.output.find("beyond float's range"), std::string::npos) << to_double.output;
+  CliRun to_float = run("convert " + doubles + " " + (dir_ / "f.cbf").string() + " --precision float");
+  EXPECT_EQ(to_float.exit_code, 0) << to_float.output;
+  EXPECT_NE(to_float.output.find("warning: 2 double value(s) lie beyond float's range"), std::string::npos)
+      << to_float.output;
+}

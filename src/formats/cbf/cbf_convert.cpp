@@ -104,6 +104,12 @@ ConvertSummary run(Deserializer& source, const std::vector<size_t>& selected, co
     cbf->finish();
     summary.bytes = cbf->bytes_written();
     summary.chunks = cbf->chunks();
+    summary.overflowed_values = cbf->overflowed_values();
+    if (summary.overflowed_values > 0) {
+      log("warning: " + std::to_string(summary.overflowed_values) +
+          " double value(s) lie beyond float's range (about 3.4e38) and were written as infinity; convert "
+          "with --precision double to keep them.");
+    }
   }
   // What a CTF reader's maxErrors let through: not written, so the caller must be told.
   try {

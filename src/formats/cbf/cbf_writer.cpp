@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -29,10 +30,12 @@ std::string str(uint64_t v) {
   return std::to_string(v);
 }
 
-// Appends `count` values of type `from` converted to `to`.
-void append_values(std::vector<unsigned char>& out, const void* src, size_t count, ElementType from,
-                   ElementType to) {
-  if (count == 0) return;
+// Appends `count` values of type `from` converted to `to`; returns how many finite doubles became an
+// infinite float (beyond float's range).
+uint64_t append_values(std::vector<unsigned char>& out, const void* src, size_t count, ElementType from,
+                       ElementType to) {
+  if (count == 0) return 0;
+  uint64_t overflowed = 0;
   const size_t at = out.size();
   out.resize(at + count * element_size(to));
   unsigned char* dst = out.data() + at;
@@ -51,9 +54,11 @@ void append_values(std::vector<unsigned char>& out, const void* src, size_t coun
       double d;
       std::memcpy(&d, in + 8 * i, 8);
       const auto f = static_cast<float>(d);
+      if (std::isinf(f) && std::isfinite(d)) ++overflowed;
       std::memcpy(dst + 4 * i, &f, 4);
     }
   }
+  return overflowed;
 }
 
 // A sequence's per-stream facts, checked before anything is written.
@@ -235,12 +240,12 @@ struct CbfWriter::Impl {
     std::vector<unsigned char>& body = bodies[s];
     if (st.storage == StorageFormat::kDense) {
       if (!legacy()) put_le<uint32_t>(body, p.samples);
-      append_values(body, d.values, p.samples * st.dim, from, st.element_type);
+      overflowed += append_values(body, d.values, p.samples * st.dim, from, st.element_type);
       return;
     }
     if (legacy()) {
       LegacySparse& ls = legacy_sparse[s];
-      append_values(ls.values, d.values, p.nnz, from, st.element_type);
+      overflowed += append_values(ls.values, d.values, p.nnz, from, st.element_type);
       uint64_t k = 0;
       for (uint32_t sample = 0; sample < p.samples; ++sample) {
         for (uint32_t e = 0; e < d.nnz_counts[sample]; ++e, ++k) {
@@ -253,7 +258,7 @@ struct CbfWriter::Impl {
     }
     put_le<uint32_t>(body, p.samples);
     put_le<uint32_t>(body, static_cast<uint32_t>(p.nnz));
-    append_values(body, d.values, p.nnz, from, st.element_type);
+    overflowed += append_values(body, d.values, p.nnz, from, st.element_type);
     const size_t at = body.size();
     body.resize(at + 4 * p.nnz + 4 * uint64_t{p.samples});
     // An empty sample list may come with null pointers, which memcpy must not see even for 0 bytes.
@@ -382,6 +387,7 @@ struct CbfWriter::Impl {
   std::vector<CbfChunkHeader> table;
   uint64_t sequences = 0;
   uint64_t samples = 0;
+  uint64_t overflowed = 0;  // finite doubles written as infinite floats
   bool finished = false;
 };
 
@@ -409,6 +415,9 @@ uint64_t CbfWriter::chunks() const {
 }
 uint64_t CbfWriter::bytes_written() const {
   return impl_->out.position();
+}
+uint64_t CbfWriter::overflowed_values() const {
+  return impl_->overflowed;
 }
 
 }  // namespace cntkio
