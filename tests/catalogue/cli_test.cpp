@@ -56,6 +56,11 @@ class Cli : public ::testing::Test {
     std::ofstream(dir_ / name, std::ios::binary) << content;
     return (dir_ / name).string();
   }
+  // c.cntk: section Train reads `data` in file order, one dense stream a of dim 1, plus `settings`.
+  std::string reader_config(const std::string& data, const std::string& settings = "") {
+    return write("c.cntk", "Train = [\n  reader = [\n    file = \"" + data + "\"\n    randomize = false\n" +
+                               settings + "    input = [ a = [ dim = 1 ; format = dense ] ]\n  ]\n]\n");
+  }
   fs::path dir_;
 };
 
@@ -99,10 +104,7 @@ TEST_F(Cli, ConfigErrorNamesFileLineColumnAndKeyExitCode3) {
 
 TEST_F(Cli, FormatErrorExitCode4AndSkipsAreReported) {
   const std::string data = write("d.ctf", "0 |a 1\n1 |a x\n1 |a 2\n2 |a 3\n");
-  const std::string config =
-      write("c.cntk", "Train = [\n  reader = [\n    file = \"" + data +
-                          "\"\n    randomize = false\n"
-                          "    input = [ a = [ dim = 1 ; format = dense ] ]\n  ]\n]\n");
+  const std::string config = reader_config(data);
   CliRun strict = run("-v dump --config " + config + " --section Train --mb-size 4");
   EXPECT_EQ(strict.exit_code, 4) << strict.output;
   EXPECT_NE(strict.output.find(
@@ -128,10 +130,7 @@ TEST_F(Cli, FormatErrorExitCode4AndSkipsAreReported) {
 TEST_F(Cli, ConvertReportsTheRowsItsReaderSkipped) {
   // Rows that maxErrors lets the reader skip are not written: convert says so, as dump does.
   const std::string data = write("d.ctf", "0 |a 1\n1 |a x\n1 |a 2\n2 |a 3\n");
-  const std::string config =
-      write("c.cntk", "Train = [\n  reader = [\n    file = \"" + data +
-                          "\"\n    maxErrors = 5\n    traceLevel = 0\n"
-                          "    input = [ a = [ dim = 1 ; format = dense ] ]\n  ]\n]\n");
+  const std::string config = reader_config(data, "    maxErrors = 5\n    traceLevel = 0\n");
   const std::string skipped =
       "warning: skipped 1 row, 1 sample and 0 sequences (3 input errors tolerated "
       "under maxErrors); first at " +
@@ -207,11 +206,11 @@ TEST_F(Cli, ConvertRefusesOutputsThatWouldReadBackDifferently) {
   const std::string merged = write("m.ctf", "0 |x 1 |y 0:1\n1 |x 2\n0 |x 3 |y 1:1\n");
   const std::string config =
       write("m.cntk",
-            "T = [ reader = [ readerType = \"CNTKTextFormatReader\" ; file = \"" + merged +
+            "Train = [ reader = [ readerType = \"CNTKTextFormatReader\" ; file = \"" + merged +
                 "\" ; randomize = false\n input = [ x = [ dim = 1 ; format = \"dense\" ] ; y = [ dim = 2 ; "
                 "format = \"sparse\" ; definesMBSize = true ] ] ] ]\n");
   CliRun ctf =
-      run("convert --config " + config + " --section T " + merged + " " + (dir_ / "m2.ctf").string());
+      run("convert --config " + config + " --section Train " + merged + " " + (dir_ / "m2.ctf").string());
   EXPECT_EQ(ctf.exit_code, 2) << ctf.output;
   EXPECT_NE(ctf.output.find("Two sequences in a row have the id 0"), std::string::npos) << ctf.output;
   EXPECT_FALSE(fs::exists(dir_ / "m2.ctf"));
@@ -230,10 +229,8 @@ TEST_F(Cli, ConvertRefusesOutputsThatWouldReadBackDifferently) {
 
 TEST_F(Cli, CountOptionsRejectNegativeAndOverflowingNumbersOnOneLine) {
   const std::string data = write("d.ctf", "0 |a 1\n1 |a 2\n");
-  const std::string config = write("c.cntk", "T = [ reader = [ file = \"" + data +
-                                                 "\" ; randomize = false ; input = [ a = [ dim = 1 ; "
-                                                 "format = dense ] ] ] ]\n");
-  const std::string base = "dump --config " + config + " --section T ";
+  const std::string config = reader_config(data);
+  const std::string base = "dump --config " + config + " --section Train ";
   for (const std::string& bad :
        {std::string("--mb-size -1"), std::string("--mb-size 99999999999999999999999"),
         std::string("--mb-size 0"), std::string("--mb-size 4 --epochs -1"),
@@ -249,19 +246,15 @@ TEST_F(Cli, CountOptionsRejectNegativeAndOverflowingNumbersOnOneLine) {
 TEST_F(Cli, LostStandardOutputIsAnError) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   const std::string data = write("d.ctf", "0 |a 1\n1 |a 2\n");
-  const std::string config = write("c.cntk", "T = [ reader = [ file = \"" + data +
-                                                 "\" ; randomize = false ; input = [ a = [ dim = 1 ; "
-                                                 "format = dense ] ] ] ]\n");
-  EXPECT_EQ(run("dump --config " + config + " --section T --mb-size 4 >/dev/full").exit_code, 5);
-  EXPECT_EQ(run("bench --config " + config + " --section T --json >/dev/full").exit_code, 5);
+  const std::string config = reader_config(data);
+  EXPECT_EQ(run("dump --config " + config + " --section Train --mb-size 4 >/dev/full").exit_code, 5);
+  EXPECT_EQ(run("bench --config " + config + " --section Train --json >/dev/full").exit_code, 5);
 }
 
 TEST_F(Cli, BenchReportsTheRowsItsReaderSkipped) {
   const std::string data = write("d.ctf", "0 |a 1\n1 |a x\n1 |a 2\n2 |a 3\n");
-  const std::string config = write("c.cntk", "T = [ reader = [ file = \"" + data +
-                                                 "\" ; randomize = false ; maxErrors = 5 ; traceLevel = 0 ; "
-                                                 "input = [ a = [ dim = 1 ; format = dense ] ] ] ]\n");
-  CliRun r = run("bench --config " + config + " --section T --json");
+  const std::string config = reader_config(data, "    maxErrors = 5\n    traceLevel = 0\n");
+  CliRun r = run("bench --config " + config + " --section Train --json");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("warning: skipped 1 row, 1 sample and 0 sequences"), std::string::npos) << r.output;
 }
