@@ -1,6 +1,6 @@
 #include "pipeline/skip_report.hpp"
 
-#include "cntkio/ctf.hpp"
+#include "formats/ctf/ctf_skips.hpp"
 #include "pipeline/bundler.hpp"
 
 namespace cntkio {
@@ -29,18 +29,7 @@ namespace pipeline {
 SkipReport SkipSources::report() const {
   SkipReport report;
   for (const auto& d : deserializers) {
-    if (!d) continue;
-    CtfErrorSummary ctf;
-    try {
-      ctf = ctf_error_summary(*d);
-    } catch (const UsageError&) {
-      continue;  // not a CTF deserializer: the other formats tolerate no input errors
-    }
-    report.errors += ctf.errors;
-    report.rows_skipped += ctf.rows_skipped;
-    report.samples_skipped += ctf.samples_skipped;
-    report.first_locations.insert(report.first_locations.end(), ctf.first_locations.begin(),
-                                  ctf.first_locations.end());
+    if (d) ctf::add_skips(*d, report);  // only CTF tolerates input errors
   }
   if (sequences_removed) report.sequences_skipped = sequences_removed();
   if (sequences_removed_keys) {

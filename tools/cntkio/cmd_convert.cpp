@@ -13,6 +13,7 @@
 #include "cntkio/htk.hpp"
 #include "commands.hpp"
 #include "core/text.hpp"
+#include "formats/ctf/ctf_skips.hpp"
 
 namespace cntkio::cli {
 namespace {
@@ -140,15 +141,9 @@ int run_convert_to_htk(const ConvertArgs& a, DataFormat from) {
   const HtkConvertResult r = convert_to_htk(*source, chosen, options);
   std::cout << "wrote " << a.output << " (htk): " << r.utterances << " utterances, " << r.frames
             << " frames of " << streams[chosen].sample_dim() << " values\n";
-  if (from == DataFormat::kCtf) {  // a --config reader may tolerate input errors: say what was not written
-    const CtfErrorSummary ctf = ctf_error_summary(*source);
-    SkipReport skipped;
-    skipped.errors = ctf.errors;
-    skipped.rows_skipped = ctf.rows_skipped;
-    skipped.samples_skipped = ctf.samples_skipped;
-    skipped.first_locations = ctf.first_locations;
-    if (!skipped.empty()) std::cerr << "warning: " << skipped.to_string() << '\n';
-  }
+  SkipReport skipped;  // a --config reader may tolerate input errors: say what was not written
+  ctf::add_skips(*source, skipped);
+  if (!skipped.empty()) std::cerr << "warning: " << skipped.to_string() << '\n';
   return 0;
 }
 

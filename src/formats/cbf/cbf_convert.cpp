@@ -7,6 +7,7 @@
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
 #include "core/text.hpp"
+#include "formats/ctf/ctf_skips.hpp"
 
 namespace cntkio {
 namespace {
@@ -111,16 +112,7 @@ ConvertSummary run(Deserializer& source, const std::vector<size_t>& selected, co
           "with --precision double to keep them.");
     }
   }
-  // What a CTF reader's maxErrors let through: not written, so the caller must be told.
-  try {
-    const CtfErrorSummary ctf = ctf_error_summary(source);
-    summary.skipped.errors = ctf.errors;
-    summary.skipped.rows_skipped = ctf.rows_skipped;
-    summary.skipped.samples_skipped = ctf.samples_skipped;
-    summary.skipped.first_locations = ctf.first_locations;
-  } catch (const UsageError&) {
-    // not a CTF deserializer: the other formats tolerate no input errors
-  }
+  ctf::add_skips(source, summary.skipped);  // not written, so the caller must be told
   return summary;
 }
 

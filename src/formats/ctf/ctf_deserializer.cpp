@@ -18,6 +18,7 @@
 #include "formats/ctf/ctf_index.hpp"
 #include "formats/ctf/ctf_index_registry.hpp"
 #include "formats/ctf/ctf_parser.hpp"
+#include "formats/ctf/ctf_skips.hpp"
 
 namespace cntkio {
 namespace {
@@ -456,6 +457,17 @@ CtfErrorSummary ctf_error_summary(const Deserializer& deserializer) {
   const auto* ctf = dynamic_cast<const CtfDeserializer*>(&deserializer);
   if (ctf == nullptr) throw UsageError("ctf_error_summary: not a CTF deserializer");
   return ctf->errors();
+}
+
+void ctf::add_skips(const Deserializer& deserializer, SkipReport& report) {
+  const auto* ctf = dynamic_cast<const CtfDeserializer*>(&deserializer);
+  if (ctf == nullptr) return;
+  const CtfErrorSummary errors = ctf->errors();
+  report.errors += errors.errors;
+  report.rows_skipped += errors.rows_skipped;
+  report.samples_skipped += errors.samples_skipped;
+  report.first_locations.insert(report.first_locations.end(), errors.first_locations.begin(),
+                                errors.first_locations.end());
 }
 
 }  // namespace cntkio
