@@ -1,30 +1,30 @@
-// Read-only memory mapping of a whole file. Every file cntkio reads goes through here or through
-// open_for_read(), so error reporting (path + errno) is uniform.
+// Read-only memory mapping of a whole input file (opened through input_file.hpp), guarded against the file
+// being cut short while it is mapped.
+//
+// Touching a mapped page past the end of a file that another process truncated raises SIGBUS, which would
+// kill the process. cntkio installs one SIGBUS handler (once, chaining to whatever handler was there
+// before): when the faulting address lies in one of its mappings, it maps a page of zeros over the missing
+// page, marks that mapping as damaged and lets the read go on. Readers call check_intact() once they have
+// used what they read (after an index pass, a chunk's parse, a minibatch's packing), and the damaged mapping
+// then throws an IoError naming the file, so the zeros never reach a minibatch. Faults at any other address
+// go to the previous handler (or kill the process as before). docs/robustness.md describes it.
 #pragma once
 
-#include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
-namespace cntkio::core {
+#include "core/input_file.hpp"
 
-/// What tells one version of a file from another: the same device, inode, size and modification and change
-/// times (nanoseconds) mean the same bytes, as far as the file system lets a reader know.
-struct FileIdentity {
-  uint64_t device = 0;
-  uint64_t inode = 0;
-  uint64_t size = 0;
-  int64_t mtime_ns = 0;
-  int64_t ctime_ns = 0;
-  auto operator<=>(const FileIdentity&) const = default;
-};
+namespace cntkio::core {
 
 class MappedFile {
  public:
-  /// Maps `path` read-only. Throws IoError. An empty file maps to an empty view.
-  explicit MappedFile(const std::string& path);
+  /// Maps `path` read-only (small files are read into memory instead). Throws IoError; `open_failure` begins
+  /// its text when the file cannot be opened. An empty file maps to an empty view.
+  explicit MappedFile(const std::string& path, const std::string& open_failure = "cannot open input file");
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -32,18 +32,26 @@ class MappedFile {
   const char* data() const { return data_; }
   size_t size() const { return size_; }
   std::string_view view() const { return {data_, size_}; }
-  const std::string& path() const { return path_; }
-  /// Modification time (seconds since the epoch) when the file was mapped.
-  int64_t mtime() const { return mtime_; }
+  const std::string& path() const { return file_.path(); }
+  /// Modification time (whole seconds since the epoch) when the file was mapped.
+  int64_t mtime() const { return file_.mtime_seconds(); }
   /// The file's identity when it was mapped.
-  const FileIdentity& identity() const { return identity_; }
+  const FileIdentity& identity() const { return file_.identity(); }
+
+  /// Throws IoError when bytes of the mapping were found missing (the file was cut while mapped): every byte
+  /// read from view() since the last check may be a zero that the file never held.
+  void check_intact() const;
+  /// Throws IoError when the file is now shorter than `end` bytes (a cheap check before reading up to `end`).
+  void check_covers(uint64_t end) const;
 
  private:
-  std::string path_;
+  [[noreturn]] void throw_cut(uint64_t now_size) const;
+
+  InputFile file_;
   const char* data_ = nullptr;
   size_t size_ = 0;
-  int64_t mtime_ = 0;
-  FileIdentity identity_;
+  std::unique_ptr<char[]> owned_;  // the bytes of a file read into memory instead of mapped
+  int guard_slot_ = -1;            // its slot in the SIGBUS guard's table, -1 when not mapped
 };
 
 /// Modification time in seconds of `path`, or -1 if it does not exist.
@@ -55,5 +63,10 @@ struct LineColumn {
   uint64_t column = 1;
 };
 LineColumn line_column_at(std::string_view text, size_t offset);
+
+namespace testing {
+/// Mappings the SIGBUS guard has patched with zeros since the process started (for tests).
+uint64_t guarded_faults();
+}  // namespace testing
 
 }  // namespace cntkio::core
