@@ -13,6 +13,9 @@ namespace {
 // config comes near them.
 constexpr size_t kMaxResolvedBytes = 16u << 20;
 constexpr size_t kMaxLookups = 100000;
+// Resolution recurses once per variable in a chain ($a$ names $b$, which names $c$, ...): the depth bound
+// keeps a hostile chain of thousands from overflowing the stack. Real configs chain a handful.
+constexpr size_t kMaxChainDepth = 200;
 
 // A name ends at '$' or at any of these; if the character found is not '$', the opening '$' is literal.
 constexpr std::string_view kNameEnders = "$,/<>?;':\"[]{}\\|!@#%^&*()+=~` \t\n";
@@ -136,6 +139,12 @@ class Resolver {
         for (size_t j = i; j < stack_.size(); ++j) chain += "$" + stack_[j].key + "$ -> ";
         chain += "$" + name + "$";
         throw_at(line.origin_at(at), "cyclic variable reference: " + chain, key_path(scope));
+      }
+      if (stack_.size() >= kMaxChainDepth) {
+        throw_at(line.origin_at(at),
+                 "$var$ references chain more than " + std::to_string(kMaxChainDepth) + " deep at $" + name +
+                     "$ (starting from $" + stack_.front().key + "$)",
+                 key_path(scope));
       }
       stack_.push_back(Frame{candidate, lower, it->first});
       SourceText value = resolve_text(*candidate, it->second);

@@ -130,6 +130,12 @@ std::vector<Case> config_cases() {
   add(text_case("config_var_too_many_references", doubling_chain("\"\"", 2, 400), get("a2"),
                 config_error("more than 100000 $var$ references resolved for one value at $a0$", "global.a1",
                              "cfg.cntk", 2, 606)));
+  // a_k = $a_{k-1}$ for 5000 levels overflowed the stack (SIGSEGV). Resolving a4999 pushes a4999..a4800
+  // (200 variables); the 201st, $a4799$, is referred to on a4800's line (line 4801, column 9).
+  add(text_case("config_var_chain_too_deep", doubling_chain("x", 4999, 1), get("a4999"),
+                config_error("$var$ references chain more than 200 deep at $a4799$ (starting from $a4999$)",
+                             "global.a4800", "cfg.cntk", 4801, 9)));
+  add(text_case("config_var_chain_at_the_limit", doubling_chain("x", 199, 1), get("a199"), ok("x")));
   add(text_case("config_var_lone_dollar_is_literal", "a = 5$ and $x\n", get("a"), ok("5$ and $x")));
 
   // ---- arrays ----
