@@ -1,6 +1,8 @@
 #include "cntkio/distributed.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <limits>
 
 #include "cntkio/errors.hpp"
 
@@ -11,10 +13,17 @@ bool read_number(const char* name, size_t& value) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return false;
   char* end = nullptr;
-  unsigned long long parsed = std::strtoull(text, &end, 10);
-  if (*end != '\0' || *text == '-') {
+  errno = 0;
+  const unsigned long long parsed = std::strtoull(text, &end, 10);
+  if (*end != '\0' || *text < '0' || *text > '9') {
     throw UsageError(std::string("Environment variable ") + name + "='" + text +
                      "' is not a non-negative integer.");
+  }
+  // strtoull saturates: 10^23 would become 2^64-1 workers.
+  if (errno == ERANGE || parsed > std::numeric_limits<size_t>::max()) {
+    throw UsageError(std::string("Environment variable ") + name + "='" + text +
+                     "' is out of range (at most " + std::to_string(std::numeric_limits<size_t>::max()) +
+                     ").");
   }
   value = static_cast<size_t>(parsed);
   return true;
