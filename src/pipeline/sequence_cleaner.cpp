@@ -13,6 +13,7 @@ void SequenceCleaner::clean(Sequences& sequences, const Deserializer& names) {
     bool valid = true;
     for (const auto& stream : sequences.data) valid = valid && stream[i].valid;
     if (!valid) {
+      last_removed_ = sequences.keys[i];
       last_key_ = names.key_to_string(sequences.keys[i]);
       std::lock_guard<std::mutex> lock(keys_mutex_);
       if (first_keys_.size() < kKeysKept) first_keys_.push_back(last_key_);
@@ -31,10 +32,11 @@ void SequenceCleaner::clean(Sequences& sequences, const Deserializer& names) {
     sequences.chunk_ids.resize(kept);
     removed_ += n - kept;
   }
-  // Like CNTK, the check runs on every batch that has data, so once the maximum is exceeded (possibly by a
-  // batch that lost all its sequences) the next batch with data throws.
-  if (kept > 0 && removed_ > max_invalid_) {
-    SourceLocation where;
+  // CNTK checks only batches that keep some data, so sequences dropped at the end of a sweep, or from a
+  // file whose sequences are all invalid, vanish with a warning. cntkio checks every batch
+  // (docs/differences-from-cntk.md).
+  if (removed_ > max_invalid_) {
+    SourceLocation where = names.sequence_location(last_removed_);
     where.sequence_key = last_key_;
     throw FormatError("Number of invalid sequences '" + std::to_string(removed_) +
                           "' in the input exceeded the specified maximum number '" +

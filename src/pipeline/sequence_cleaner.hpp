@@ -1,8 +1,8 @@
 // SequenceCleaner: drops sequences whose data could not be produced (CNTK's SequenceCleaner, ReaderUtil.h).
 //
 // A sequence with an invalid item in any stream is removed from all streams. Removed sequences are counted
-// over the cleaner's lifetime; once the count exceeds the allowed maximum, a batch that still has data
-// throws.
+// over the cleaner's lifetime; once the count exceeds the allowed maximum, clean() throws (CNTK throws only
+// for a batch that still has data).
 //
 // Thread-safety: clean() is for one thread (the randomizer's); removed() and first_removed_keys() may be
 // read from any thread.
@@ -24,8 +24,8 @@ class SequenceCleaner {
   explicit SequenceCleaner(size_t max_invalid_sequences) : max_invalid_(max_invalid_sequences) {}
 
   /// Removes invalid sequences from `sequences` in place (keeping the order of the others); `names` gives
-  /// the keys' text. Throws FormatError (naming the last sequence removed) if more than the maximum have
-  /// been removed so far and `sequences` is not left empty.
+  /// the keys' text and locations. Throws FormatError (naming the last sequence removed) if more than the
+  /// maximum have been removed so far.
   void clean(Sequences& sequences, const Deserializer& names);
 
   /// Number of sequences removed so far (may be read from another thread).
@@ -39,7 +39,8 @@ class SequenceCleaner {
   std::atomic<size_t> removed_{0};
   mutable std::mutex keys_mutex_;
   std::vector<std::string> first_keys_;
-  std::string last_key_;  // of the last sequence removed (clean()'s thread only)
+  SequenceKey last_removed_;  // the last sequence removed (clean()'s thread only)
+  std::string last_key_;      // its text
 };
 
 }  // namespace cntkio::pipeline

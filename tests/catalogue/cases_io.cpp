@@ -5,10 +5,12 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <opencv2/imgcodecs.hpp>
 
 #include "catalogue/catalogue.hpp"
 #include "cntkio/config.hpp"
 #include "cntkio/ctf.hpp"
+#include "image/base64_encode.hpp"
 
 namespace cntkio::catalogue {
 namespace {
@@ -66,6 +68,13 @@ Case ctf_file_case(std::string name, std::function<std::string(const std::string
 }
 
 const std::string kGood = "0 |a 1\n1 |a 2\n2 |a 3\n";
+
+// A base64-encoded 3x2 PNG, for base64 image maps.
+std::string tiny_png_base64() {
+  std::vector<unsigned char> bytes;
+  cv::imencode(".png", cv::Mat(2, 3, CV_8UC3, cv::Scalar(40, 40, 40)), bytes);
+  return testing_support::base64(bytes);
+}
 
 }  // namespace
 
@@ -252,6 +261,35 @@ std::vector<Case> io_cases() {
     e.sequences_dropped = 1;
     add(reader("reader_skip_report_counts_dropped_sequences", config,
                {{"p.ctf", "0 |a 1\n1 |a 2\n2 |a 3\n"}, {"s.ctf", "0 |b 1\n2 |b 3\n"}}, e));
+  }
+  {
+    // With maxErrors = 0, an invalid sequence at the end of a sweep (and a file whose sequences are all
+    // invalid) only warned in CNTK, whose check runs on batches that keep data: cntkio stops with an error
+    // naming it. A base64 record that does not decode is an invalid sequence.
+    const std::string config =
+        "Train = [\n"
+        "  reader = [\n"
+        "    randomize = false\n"
+        "    deserializers = (\n"
+        "      [ type = Base64ImageDeserializer ; module = ImageReader ; file = \"$dir$/map.txt\"\n"
+        "        input = [ features = [ transforms = ( [ type = Scale ; width = 3 ; height = 2 ; channels = "
+        "3 ] ) ]\n"
+        "                  labels = [ labelDim = 5 ] ] ]\n"
+        "    )\n"
+        "  ]\n"
+        "]\n";
+    const std::string message =
+        "Number of invalid sequences '1' in the input exceeded the specified maximum number '0'";
+    // Minibatches of 4: the fifth record, invalid, is alone in the sweep's last batch.
+    std::string map;
+    for (int k = 0; k < 4; ++k) map += std::to_string(k) + "\t" + tiny_png_base64() + "\n";
+    Expect last = format_error(message, "map.txt", 5, 0, map.size(), "", "4");
+    last.data = "0 1 2 3";
+    add(reader("reader_invalid_sequence_at_the_end_of_the_sweep", config, {{"map.txt", map + "4\tAAAA\n"}},
+               last));
+    Expect all = format_error(message, "map.txt", 1, 0, 0, "", "0");
+    all.data = "";
+    add(reader("reader_every_sequence_invalid", config, {{"map.txt", "0\tAAAA\n"}}, all));
   }
   {
     const std::string config =
