@@ -17,6 +17,7 @@
 
 #include "cntkio/errors.hpp"
 #include "cntkio/sequence.hpp"
+#include "cntkio/skip_report.hpp"
 #include "cntkio/stream.hpp"
 
 namespace cntkio {
@@ -49,6 +50,10 @@ class Deserializer {
     (void)key;
     return {};
   }
+  /// Adds what this deserializer skipped or will never deliver to `report`: input errors tolerated under
+  /// its maxErrors (rows, samples), and sequences a key lookup cannot reach (a key held twice). Nothing by
+  /// default. May run while another thread loads chunks.
+  virtual void add_skips(SkipReport& report) const { (void)report; }
   /// What this deserializer built that another one of this process, over the same unchanged data with the
   /// same options, takes instead of building it again (the CTF index). While the returned object is held,
   /// deserializers created later find it, in this process and in processes forked from it (DataLoader

@@ -20,6 +20,7 @@
 
 #include "cntkio/config.hpp"
 #include "cntkio/minibatch.hpp"
+#include "cntkio/skip_report.hpp"
 #include "cntkio/stream.hpp"
 
 namespace cntkio {
@@ -67,24 +68,6 @@ struct ReaderState {
 /// number of workers can continue the global stream with no sample lost or repeated (elastic resume). A
 /// worker that has not read yet may give its initial state (a v2 reader learns its rank on its first read).
 ReaderState merge_reader_states(const std::vector<ReaderState>& states);
-
-/// What a reader skipped so far because maxErrors allowed it: nothing is lost silently. Counts cover the
-/// reader's whole life (CTF chunks read again in a later sweep count again, as in CNTK).
-struct SkipReport {
-  uint64_t errors = 0;             ///< input errors tolerated by the deserializers (CTF `maxErrors`)
-  uint64_t rows_skipped = 0;       ///< rows that gave no sample
-  uint64_t samples_skipped = 0;    ///< samples dropped for bad names, values or dimensions
-  uint64_t sequences_skipped = 0;  ///< invalid sequences dropped by the pipeline (reader `maxErrors`)
-  std::vector<std::string> first_locations;  ///< the first few (up to 10 per deserializer) "file:line:column"
-
-  /// True when nothing was skipped or tolerated.
-  bool empty() const {
-    return errors == 0 && rows_skipped == 0 && samples_skipped == 0 && sequences_skipped == 0;
-  }
-  /// One line: "skipped 1 row, 2 samples and 0 sequences (3 input errors tolerated under maxErrors); first
-  /// at a.ctf:2:1, a.ctf:3:7" (the part in parentheses only when input errors were tolerated).
-  std::string to_string() const;
-};
 
 /// A reader: delivers minibatches epoch after epoch (v1) or up to a sample/sweep limit (v2), and its state
 /// for checkpoints. Create one with from_config.

@@ -1,6 +1,5 @@
 #include "pipeline/skip_report.hpp"
 
-#include "formats/ctf/ctf_skips.hpp"
 #include "pipeline/bundler.hpp"
 
 namespace cntkio {
@@ -29,9 +28,9 @@ namespace pipeline {
 SkipReport SkipSources::report() const {
   SkipReport report;
   for (const auto& d : deserializers) {
-    if (d) ctf::add_skips(*d, report);  // only CTF tolerates input errors
+    if (d) d->add_skips(report);
   }
-  if (sequences_removed) report.sequences_skipped = sequences_removed();
+  if (sequences_removed) report.sequences_skipped += sequences_removed();
   if (sequences_removed_keys) {
     for (const std::string& key : sequences_removed_keys()) {
       report.first_locations.push_back("sequence " + key + " (invalid: its data could not be read)");
