@@ -101,13 +101,14 @@ std::string read_everything(const uint8_t* data, size_t size, bool row_fast_path
     context.had_warnings = &had_warnings;
     context.row_fast_path = row_fast_path;
     for (const ctf::IndexedChunk& c : index.chunks) {
-      ChunkPtr chunk =
-          ctf::parse_chunk(context, {index.sequences.data() + c.first_sequence, c.num_sequences});
+      std::vector<ctf::IndexedSequence> records;
+      index.sequences.decode(c.first_sequence, c.num_sequences, records);
+      ChunkPtr chunk = ctf::parse_chunk(context, records);
       for (uint64_t i = 0; i < c.num_sequences; ++i) {
         std::vector<SequenceData> out;
         chunk->get_sequence(static_cast<uint32_t>(i), out);
         if (out.size() != streams.size()) broken("one SequenceData per stream");
-        digest += "seq " + std::to_string(index.sequences[c.first_sequence + i].key);
+        digest += "seq " + std::to_string(records[i].key);
         for (size_t s = 0; s < out.size(); ++s) {
           if (type == ElementType::kFloat) {
             touch<float>(out[s], streams[s], digest);

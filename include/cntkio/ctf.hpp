@@ -83,9 +83,12 @@ struct CtfIndexSummary {
   /// The index was taken from another CTF deserializer of this process (or of the process this one was
   /// forked from) that had indexed the same, unchanged file with the same id options and chunk size.
   bool shared_in_process = false;
-  /// The cache's chunk table was used: a chunk's sequence records are read from the cache when it is first
-  /// used (a cache cntkio wrote with the same chunkSizeInBytes for a data file of the same size).
+  /// The cache's chunk table was used: a chunk's sequence records are read from the cache each time it is
+  /// used (a cache cntkio wrote with the same chunkSizeInBytes), so they take no memory.
   bool lazy_sequence_records = false;
+  /// A cache file was there but described another version of the data file (its size, modification time or
+  /// first and last bytes differ, or, for a cache CNTK wrote, it is not newer than the data file): not used.
+  bool cache_was_stale = false;
   std::string cache_file;  ///< cache path (when cacheIndex is on)
   /// This open wrote the cache file. False when it was used, when another process of the machine writes it
   /// (local rank other than 0), for string sequence keys, or when writing failed (cache_not_written_reason).

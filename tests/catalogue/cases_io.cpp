@@ -263,6 +263,31 @@ std::vector<Case> io_cases() {
                {{"p.ctf", "0 |a 1\n1 |a 2\n2 |a 3\n"}, {"s.ctf", "0 |b 1\n2 |b 3\n"}}, e));
   }
   {
+    // The secondary holds key 1 twice: the composite reader joins on the first record, and the second is
+    // never read. CNTK returns one of them, unspecified which, silently; cntkio warns and counts it.
+    const std::string config =
+        "Train = [\n"
+        "  reader = [\n"
+        "    randomize = false\n"
+        "    deserializers = (\n"
+        "      [ type = CNTKTextFormatDeserializer ; module = CNTKTextFormatReader ; file = \"$dir$/p.ctf\"\n"
+        "        input = [ a = [ dim = 1 ; format = dense ] ] ]:\n"
+        "      [ type = CNTKTextFormatDeserializer ; module = CNTKTextFormatReader ; file = \"$dir$/s.ctf\"\n"
+        "        input = [ b = [ dim = 1 ; format = dense ] ] ]\n"
+        "    )\n"
+        "  ]\n"
+        "]\n";
+    Expect e = ok("0 1 2");
+    e.skips = Skips{
+        0,
+        0,
+        0,
+        {"s.ctf:4:1 (sequence 1: its key repeats s.ctf:2:1; a composite reader joins on the first only)"}};
+    e.sequences_dropped = 1;
+    add(reader("reader_secondary_key_held_twice", config,
+               {{"p.ctf", "0 |a 1\n1 |a 2\n2 |a 3\n"}, {"s.ctf", "0 |b 1\n1 |b 2\n2 |b 3\n1 |b 9\n"}}, e));
+  }
+  {
     // With maxErrors = 0, an invalid sequence at the end of a sweep (and a file whose sequences are all
     // invalid) only warned in CNTK, whose check runs on batches that keep data: cntkio stops with an error
     // naming it. A base64 record that does not decode is an invalid sequence.

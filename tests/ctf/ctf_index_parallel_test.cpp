@@ -73,7 +73,7 @@ Outcome index_with(const std::string& text, bool skip_ids, const std::string& al
   const std::string file = "t.ctf";
   try {
     CtfIndex index = build_index(text, file, skip_ids, alias, nullptr, threads, split);
-    out.sequences = std::move(index.sequences);
+    index.sequences.decode(0, index.sequences.size(), out.sequences);
     out.line_mode = index.line_mode;
   } catch (const FormatError& e) {
     out.error = e.what();

@@ -35,7 +35,9 @@ void print_ctf_summary(const Config& section, bool composite) {
     if (summary.loaded_from_cache) {
       std::cout << " (used)";
     } else if (summary.cache_written) {
-      std::cout << " (written)";
+      std::cout << (summary.cache_was_stale
+                        ? " (stale: it described another version of the data file; rewritten)"
+                        : " (written)");
     } else {
       std::cout << " (not written: " << summary.cache_not_written_reason << ")";
     }

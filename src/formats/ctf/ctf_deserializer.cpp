@@ -2,6 +2,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,6 +89,7 @@ class CtfDeserializer final : public Deserializer {
         auto built = std::make_shared<ctf::CtfIndex>(
             ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias,
                              options_.keys.get(), index_threads, options_.index_split_bytes));
+        file_.check_intact();  // the scan read zeros where the file was cut under it
         ctf::form_chunks(*built, options_.chunk_size_in_bytes, file_.size());
         ctf::count_index_build();
         index_ = std::move(built);
@@ -102,7 +105,7 @@ class CtfDeserializer final : public Deserializer {
         } else if (!is_cache_writer()) {
           summary_.cache_not_written_reason = "local rank 0 of this machine writes it";
         } else if (ctf::write_index_cache(summary_.cache_file, *index_, options_.chunk_size_in_bytes,
-                                          file_.size())) {
+                                          ctf::stamp_data_file(file_.view(), file_.identity()))) {
           summary_.cache_written = true;
         } else {
           summary_.cache_not_written_reason = "it could not be written";
@@ -153,7 +156,7 @@ class CtfDeserializer final : public Deserializer {
   }
 
   void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
-    const std::span<const ctf::IndexedSequence> sequences = chunk_sequences(chunk_id);
+    const std::vector<ctf::IndexedSequence> sequences = chunk_sequences(chunk_id);
     for (size_t i = 0; i < sequences.size(); ++i) {
       const ctf::IndexedSequence& s = sequences[i];
       out.push_back(SequenceInfo{static_cast<uint32_t>(i), s.samples, chunk_id, SequenceKey{s.key, 0}});
@@ -161,20 +164,36 @@ class CtfDeserializer final : public Deserializer {
   }
 
   std::optional<SequenceInfo> sequence_info_by_key(const SequenceKey& key) const override {
-    std::call_once(key_table_once_, [this] { build_key_table(); });
-    auto it = std::lower_bound(key_table_.begin(), key_table_.end(), key.sequence,
-                               [](const KeyEntry& e, uint64_t k) { return e.key < k; });
-    if (it == key_table_.end() || it->key != key.sequence) return std::nullopt;
-    return SequenceInfo{it->index_in_chunk, it->samples, it->chunk, SequenceKey{it->key, 0}};
+    std::call_once(key_lookup_once_, [this] { prepare_key_lookup(); });
+    uint64_t position = 0;
+    ctf::IndexedSequence record;
+    if (!find_key(key.sequence, position, record)) return std::nullopt;
+    // The chunk holding record `position`: the last whose first record is not after it.
+    const auto chunk =
+        std::upper_bound(index_->chunks.begin(), index_->chunks.end(), position,
+                         [](uint64_t p, const ctf::IndexedChunk& c) { return p < c.first_sequence; }) -
+        1;
+    return SequenceInfo{static_cast<uint32_t>(position - chunk->first_sequence), record.samples,
+                        static_cast<uint32_t>(chunk - index_->chunks.begin()), SequenceKey{record.key, 0}};
   }
 
   ChunkPtr load_chunk(uint32_t chunk_id) override {
-    const std::span<const ctf::IndexedSequence> sequences = chunk_sequences(chunk_id);
     if (options_.keep_data_in_memory) {
       std::lock_guard<std::mutex> lock(kept_mutex_);
       if (kept_chunks_[chunk_id]) return kept_chunks_[chunk_id];
     }
-    ChunkPtr loaded = ctf::parse_chunk(context_, sequences);
+    const std::vector<ctf::IndexedSequence> sequences = chunk_sequences(chunk_id);
+    // A file cut since it was indexed fails here, before its mapping is read past the new end; one cut
+    // during the parse gives zeros there, and the check after the parse refuses them.
+    if (!sequences.empty()) file_.check_covers(sequences.back().offset + sequences.back().size);
+    ChunkPtr loaded;
+    try {
+      loaded = ctf::parse_chunk(context_, sequences);
+    } catch (const Error&) {
+      file_.check_intact();  // zeros read past a new end are no format error: say the file was cut
+      throw;
+    }
+    file_.check_intact();
     if (options_.keep_data_in_memory) {
       std::lock_guard<std::mutex> lock(kept_mutex_);
       if (!kept_chunks_[chunk_id]) kept_chunks_[chunk_id] = loaded;
@@ -190,7 +209,7 @@ class CtfDeserializer final : public Deserializer {
   SourceLocation sequence_location(const SequenceKey& key) const override {
     const std::optional<SequenceInfo> info = sequence_info_by_key(key);
     if (!info) return {};
-    const ctf::IndexedSequence& s = chunk_sequences(info->chunk_id)[info->index_in_chunk];
+    const ctf::IndexedSequence s = chunk_sequences(info->chunk_id)[info->index_in_chunk];
     SourceLocation where;
     where.file = options_.file;
     const core::LineColumn lc = core::line_column_at(file_.view(), static_cast<size_t>(s.offset));
@@ -209,35 +228,66 @@ class CtfDeserializer final : public Deserializer {
                            budget_.first_locations()};
   }
 
+  void add_skips(SkipReport& report) const override {
+    const CtfErrorSummary e = errors();
+    report.errors += e.errors;
+    report.rows_skipped += e.rows_skipped;
+    report.samples_skipped += e.samples_skipped;
+    report.first_locations.insert(report.first_locations.end(), e.first_locations.begin(),
+                                  e.first_locations.end());
+    if (key_lookup_ready_.load(std::memory_order_acquire)) {
+      report.sequences_skipped += unreachable_duplicates_;
+      report.first_locations.insert(report.first_locations.end(), duplicate_locations_.begin(),
+                                    duplicate_locations_.end());
+    }
+  }
+
  private:
-  struct KeyEntry {
+  // One entry of the key table (keys in no order): 12 bytes.
+  struct __attribute__((packed)) KeyEntry {
     uint64_t key;
-    uint32_t samples;
-    uint32_t chunk;
-    uint32_t index_in_chunk;
+    uint32_t position;  // record number
   };
 
-  // Reads the index from the cache, if there is one that is not older than the data file: only its chunk
-  // table when it has one for this chunk size (records are then read per chunk, on first use), else every
-  // record (a cache CNTK wrote, or one made with another chunkSizeInBytes).
+  // Reads the index from the cache, if there is one that describes this data file: a cache cntkio wrote
+  // records the data file's size, modification time (nanoseconds) and the fingerprint of its first and last
+  // 64 KiB, which must all match; a cache without that record (CNTK's) must be newer than the data file, to
+  // the nanosecond. Only the chunk table is read when it was made for this chunk size (records are then
+  // read per chunk, at each use), else every record (and the chunks are formed again).
   void open_cache(size_t first_byte) {
-    const int64_t cache_time = core::file_mtime(summary_.cache_file);
-    if (cache_time < 0 || cache_time < file_.mtime() || file_.view().empty()) return;
+    if (file_.view().empty()) return;
     try {
       cache_ = std::make_unique<core::MappedFile>(summary_.cache_file);
-    } catch (const IoError&) {
-      return;  // unreadable: index the file as if there were no cache
+    } catch (const Error&) {
+      return;  // missing or unreadable: index the file as if there were no cache
     }
     auto index = std::make_shared<ctf::CtfIndex>();
-    if (ctf::load_cache_chunk_table(cache_->view(), file_.size(), options_.chunk_size_in_bytes, *index)) {
-      lazy_records_.resize(index->chunks.size());
-      lazy_once_ = std::make_unique<std::once_flag[]>(index->chunks.size());
-      summary_.lazy_sequence_records = true;
-    } else if (ctf::load_index_cache(cache_->view(), file_.size(), *index)) {
-      ctf::form_chunks(*index, options_.chunk_size_in_bytes, file_.size());
-      cache_.reset();
-    } else {
-      cache_.reset();
+    try {
+      const std::optional<ctf::CacheFooter> footer = ctf::read_cache_footer(cache_->view());
+      const bool current = footer ? footer->data == ctf::stamp_data_file(file_.view(), file_.identity())
+                                  : cache_->identity().mtime_ns > file_.identity().mtime_ns;
+      file_.check_intact();
+      if (!current) {
+        summary_.cache_was_stale = true;
+        cache_.reset();
+        return;
+      }
+      if (footer && ctf::load_cache_chunk_table(cache_->view(), *footer, file_.size(),
+                                                options_.chunk_size_in_bytes, *index)) {
+        summary_.lazy_sequence_records = true;
+        cached_keys_ascending_ = footer->keys_ascending;
+        cached_adjacent_equal_keys_ = footer->adjacent_equal_keys;
+      } else if (ctf::load_index_cache(cache_->view(), file_.size(), *index)) {
+        ctf::form_chunks(*index, options_.chunk_size_in_bytes, file_.size());
+        cache_->check_intact();
+        cache_.reset();
+      } else {
+        cache_.reset();
+        return;
+      }
+      if (cache_) cache_->check_intact();
+    } catch (const IoError&) {
+      cache_.reset();  // the cache was cut while being read: index the file instead
       return;
     }
     summary_.loaded_from_cache = true;
@@ -246,26 +296,200 @@ class CtfDeserializer final : public Deserializer {
     index_ = std::move(index);
   }
 
-  // The index records of a chunk's sequences; from the cache on the chunk's first use when it is read lazily.
-  std::span<const ctf::IndexedSequence> chunk_sequences(uint32_t chunk_id) const {
+  // The index records of a chunk's sequences: decoded from the index, or read from the cache (and checked
+  // against its chunk table) at every use when the index is the cache's chunk table.
+  std::vector<ctf::IndexedSequence> chunk_sequences(uint32_t chunk_id) const {
     const ctf::IndexedChunk& chunk = checked_chunk(chunk_id);
-    if (!cache_) return {index_->sequences.data() + chunk.first_sequence, chunk.num_sequences};
-    std::call_once(lazy_once_[chunk_id], [&] {
-      std::vector<ctf::IndexedSequence> records = ctf::read_cached_chunk(cache_->view(), file_.size(), chunk);
-      if (records.empty()) {
-        // The chunk table was checked at open; records that disagree with it mean the cache was damaged or
-        // written over since. Its chunking may already be in use, so stop rather than re-index and differ.
-        SourceLocation where;
-        where.file = summary_.cache_file;
-        throw FormatError(
-            "The index cache of '" + options_.file + "' is damaged: the records of chunk " +
-                std::to_string(chunk_id) +
-                " do not match its chunk table. Delete the cache file; the next run rebuilds it.",
-            where);
+    std::vector<ctf::IndexedSequence> records;
+    if (!cache_) {
+      index_->sequences.decode(chunk.first_sequence, chunk.num_sequences, records);
+      return records;
+    }
+    records = ctf::read_cached_chunk(cache_->view(), file_.size(), chunk);
+    cache_->check_intact();
+    if (records.empty()) {
+      // The chunk table was checked at open; records that disagree with it mean the cache was damaged or
+      // written over since. Its chunking may already be in use, so stop rather than re-index and differ.
+      SourceLocation where;
+      where.file = summary_.cache_file;
+      throw FormatError("The index cache of '" + options_.file + "' is damaged: the records of chunk " +
+                            std::to_string(chunk_id) +
+                            " do not match its chunk table. Delete the cache file; the next run rebuilds it.",
+                        where);
+    }
+    return records;
+  }
+
+  // Record `position` of the index (from the cache when the index is its chunk table).
+  ctf::IndexedSequence record_at(uint64_t position) const {
+    if (!cache_) return index_->sequences.at(position);
+    ctf::IndexedSequence record;
+    const bool ok = ctf::read_cached_record(cache_->view(), file_.size(), position, record);
+    cache_->check_intact();
+    if (!ok) {
+      SourceLocation where;
+      where.file = summary_.cache_file;
+      throw FormatError("The index cache of '" + options_.file + "' is damaged: record " +
+                            std::to_string(position) +
+                            " points outside the data file. Delete the cache file; "
+                            "the next run rebuilds it.",
+                        where);
+    }
+    return record;
+  }
+
+  uint64_t record_count() const { return summary_.sequences; }
+
+  bool keys_ascending() const { return cache_ ? cached_keys_ascending_ : index_->sequences.keys_ascending(); }
+
+  // Prepares key lookups (a composite reader's secondary): with keys that never decrease in file order, a
+  // binary search over the records needs nothing more; otherwise a table of (key, record) sorted by key is
+  // built, 12 bytes per sequence. A key held by several records is reachable only in its first record: the
+  // others are counted, reported and warned about.
+  void prepare_key_lookup() const {
+    std::vector<std::pair<uint64_t, uint64_t>> duplicates;  // (record kept, record never read), first few
+    uint64_t unreachable = 0;
+    constexpr size_t kReported = 10;
+    if (keys_ascending()) {
+      const uint64_t adjacent =
+          cache_ ? cached_adjacent_equal_keys_ : index_->sequences.adjacent_equal_keys();
+      if (adjacent > 0) {
+        uint64_t first_of_run = 0;
+        uint64_t previous_key = 0;
+        for (uint64_t i = 0; i < record_count(); ++i) {
+          const uint64_t key = record_at(i).key;
+          if (i > 0 && key == previous_key) {
+            ++unreachable;
+            if (duplicates.size() < kReported) duplicates.emplace_back(first_of_run, i);
+          } else {
+            first_of_run = i;
+          }
+          previous_key = key;
+        }
       }
-      lazy_records_[chunk_id] = std::move(records);
-    });
-    return lazy_records_[chunk_id];
+    } else {
+      if (record_count() > std::numeric_limits<uint32_t>::max()) {
+        throw UsageError("CTF file '" + options_.file +
+                         "' has more than 2^32 sequences with keys in no order: "
+                         "it cannot be a secondary deserializer of a composite reader.");
+      }
+      key_table_.reserve(record_count());
+      for (uint32_t c = 0; c < index_->chunks.size(); ++c) {
+        const std::vector<ctf::IndexedSequence> sequences = chunk_sequences(c);
+        for (size_t i = 0; i < sequences.size(); ++i) {
+          key_table_.push_back(
+              KeyEntry{sequences[i].key, static_cast<uint32_t>(index_->chunks[c].first_sequence + i)});
+        }
+      }
+      std::sort(key_table_.begin(), key_table_.end(), [](const KeyEntry& a, const KeyEntry& b) {
+        return a.key != b.key ? a.key < b.key : a.position < b.position;
+      });
+      size_t kept = 0;
+      for (size_t i = 0; i < key_table_.size(); ++i) {
+        if (kept > 0 && key_table_[kept - 1].key == key_table_[i].key) {
+          ++unreachable;
+          // Keep the kReported earliest in file order.
+          duplicates.emplace_back(uint64_t{key_table_[kept - 1].position}, uint64_t{key_table_[i].position});
+          if (duplicates.size() > kReported) {
+            duplicates.erase(
+                std::max_element(duplicates.begin(), duplicates.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; }));
+          }
+          continue;
+        }
+        key_table_[kept++] = key_table_[i];
+      }
+      key_table_.resize(kept);
+      key_table_.shrink_to_fit();
+    }
+    unreachable_duplicates_ = unreachable;
+    std::sort(duplicates.begin(), duplicates.end(),
+              [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (unreachable > 0) report_duplicates(duplicates, unreachable);
+    key_lookup_ready_.store(true, std::memory_order_release);
+  }
+
+  // Warns about (and keeps for the skip report) the first records whose key an earlier record holds.
+  void report_duplicates(const std::vector<std::pair<uint64_t, uint64_t>>& duplicates,
+                         uint64_t unreachable) const {
+    std::vector<uint64_t> offsets;
+    for (const auto& [kept, dropped] : duplicates) {
+      offsets.push_back(record_at(kept).offset);
+      offsets.push_back(record_at(dropped).offset);
+    }
+    const std::vector<core::LineColumn> places = lines_at(offsets);
+    auto place = [&](size_t i) {
+      return options_.file + ":" + std::to_string(places[i].line) + ":" + std::to_string(places[i].column);
+    };
+    for (size_t d = 0; d < duplicates.size(); ++d) {
+      const std::string key = key_to_string(SequenceKey{record_at(duplicates[d].first).key, 0});
+      duplicate_locations_.push_back(place(2 * d + 1) + " (sequence " + key + ": its key repeats " +
+                                     place(2 * d) + "; a composite reader joins on the first only)");
+      logger_.log(core::LogLevel::kWarning,
+                  "WARNING: sequence key " + key + " appears more than once in '" + options_.file +
+                      "': a composite reader reads the sequence at " + place(2 * d) +
+                      " and never the one at " + place(2 * d + 1) + ".");
+    }
+    if (unreachable > duplicates.size()) {
+      logger_.log(core::LogLevel::kWarning,
+                  "WARNING: " + std::to_string(unreachable) + " sequences of '" + options_.file +
+                      "' repeat an earlier sequence's key and are never read by the composite reader.");
+    }
+  }
+
+  // Line and column of each byte offset, in one pass over the file up to the largest.
+  std::vector<core::LineColumn> lines_at(const std::vector<uint64_t>& offsets) const {
+    std::vector<size_t> order(offsets.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
+    std::vector<core::LineColumn> out(offsets.size());
+    const std::string_view text = file_.view();
+    core::LineColumn at;
+    size_t line_start = 0;
+    size_t scanned = 0;
+    for (size_t i : order) {
+      const size_t target = std::min<size_t>(offsets[i], text.size());
+      while (scanned < target) {
+        const void* hit = std::memchr(text.data() + scanned, '\n', target - scanned);
+        if (hit == nullptr) {
+          scanned = target;
+          break;
+        }
+        ++at.line;
+        scanned = static_cast<size_t>(static_cast<const char*>(hit) - text.data()) + 1;
+        line_start = scanned;
+      }
+      out[i] = core::LineColumn{at.line, target - line_start + 1};
+    }
+    file_.check_intact();
+    return out;
+  }
+
+  // The first record with `key` (its number and fields), if there is one.
+  bool find_key(uint64_t key, uint64_t& position, ctf::IndexedSequence& record) const {
+    if (keys_ascending()) {
+      if (!cache_) return index_->sequences.find_first(key, position, record);
+      uint64_t low = 0;
+      uint64_t high = record_count();
+      while (low < high) {
+        const uint64_t mid = low + (high - low) / 2;
+        if (record_at(mid).key < key) {
+          low = mid + 1;
+        } else {
+          high = mid;
+        }
+      }
+      if (low == record_count()) return false;
+      record = record_at(low);
+      position = low;
+      return record.key == key;
+    }
+    auto it = std::lower_bound(key_table_.begin(), key_table_.end(), key,
+                               [](const KeyEntry& e, uint64_t k) { return e.key < k; });
+    if (it == key_table_.end() || it->key != key) return false;
+    position = it->position;
+    record = record_at(position);
+    return true;
   }
 
   const ctf::IndexedChunk& checked_chunk(uint32_t chunk_id) const {
@@ -283,18 +507,6 @@ class CtfDeserializer final : public Deserializer {
     while (pos < 3 && pos < v.size() && static_cast<unsigned char>(v[pos]) == kBom[pos]) ++pos;
     while (pos < v.size() && (v[pos] == ' ' || (v[pos] >= '\t' && v[pos] <= '\r'))) ++pos;
     return pos;
-  }
-
-  void build_key_table() const {
-    key_table_.reserve(summary_.sequences);
-    for (uint32_t c = 0; c < index_->chunks.size(); ++c) {
-      const std::span<const ctf::IndexedSequence> sequences = chunk_sequences(c);
-      for (size_t i = 0; i < sequences.size(); ++i) {
-        key_table_.push_back(KeyEntry{sequences[i].key, sequences[i].samples, c, static_cast<uint32_t>(i)});
-      }
-    }
-    std::stable_sort(key_table_.begin(), key_table_.end(),
-                     [](const KeyEntry& a, const KeyEntry& b) { return a.key < b.key; });
   }
 
   void validate_and_build_streams() {
@@ -346,18 +558,22 @@ class CtfDeserializer final : public Deserializer {
   // Read-only once built, so deserializers of the same file may share it (ctf_index_registry.hpp).
   std::shared_ptr<const ctf::CtfIndex> index_;
   bool shared_ = false;  // index_ is in the process's registry
-  // With a cache's chunk table: the mapped cache, and each chunk's records once read (index_->sequences
-  // stays empty).
+  // With a cache's chunk table: the mapped cache, whose records are read at each use (index_->sequences
+  // stays empty), and what its footer says of their keys.
   std::unique_ptr<core::MappedFile> cache_;
-  mutable std::vector<std::vector<ctf::IndexedSequence>> lazy_records_;
-  mutable std::unique_ptr<std::once_flag[]> lazy_once_;
+  bool cached_keys_ascending_ = false;
+  uint64_t cached_adjacent_equal_keys_ = 0;
   CtfIndexSummary summary_;
   ctf::ParseContext context_;
   std::unique_ptr<core::ThreadPool> pool_;  // helpers of one chunk's parse (parse_threads - 1), or null
   std::mutex kept_mutex_;
   std::vector<ChunkPtr> kept_chunks_;
-  mutable std::once_flag key_table_once_;
-  mutable std::vector<KeyEntry> key_table_;
+  // Key lookups (prepare_key_lookup), ready once key_lookup_ready_ is set.
+  mutable std::once_flag key_lookup_once_;
+  mutable std::atomic<bool> key_lookup_ready_{false};
+  mutable std::vector<KeyEntry> key_table_;  // empty when keys ascend
+  mutable uint64_t unreachable_duplicates_ = 0;
+  mutable std::vector<std::string> duplicate_locations_;
 };
 
 }  // namespace
@@ -460,14 +676,7 @@ CtfErrorSummary ctf_error_summary(const Deserializer& deserializer) {
 }
 
 void ctf::add_skips(const Deserializer& deserializer, SkipReport& report) {
-  const auto* ctf = dynamic_cast<const CtfDeserializer*>(&deserializer);
-  if (ctf == nullptr) return;
-  const CtfErrorSummary errors = ctf->errors();
-  report.errors += errors.errors;
-  report.rows_skipped += errors.rows_skipped;
-  report.samples_skipped += errors.samples_skipped;
-  report.first_locations.insert(report.first_locations.end(), errors.first_locations.begin(),
-                                errors.first_locations.end());
+  deserializer.add_skips(report);
 }
 
 }  // namespace cntkio

@@ -1,11 +1,15 @@
 #include "formats/ctf/ctf_index.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <initializer_list>
 #include <limits>
 #include <optional>
@@ -26,9 +30,11 @@ constexpr size_t kCacheHeaderBytes = 32;
 constexpr size_t kCacheRecordBytes = 32;
 // cntkio's chunk table after CNTK's records: one 32-byte entry per chunk, then a 48-byte footer.
 constexpr uint64_t kChunkTableMagic = 0x6b6e756863667463ull;  // "ctfchunk" on disk
-constexpr uint64_t kChunkTableVersion = 1;
+// Version 2 (80 bytes) adds the data file's stamp and the key order to version 1's 48 bytes; a version 1
+// footer is not read (its cache is treated like one CNTK wrote).
+constexpr uint64_t kChunkTableVersion = 2;
 constexpr size_t kChunkEntryBytes = 32;
-constexpr size_t kChunkFooterBytes = 48;
+constexpr size_t kChunkFooterBytes = 80;
 
 bool is_c_space(unsigned char c) {
   return c == ' ' || (c >= '\t' && c <= '\r');
@@ -118,7 +124,7 @@ class Indexer {
   }
 
   void add(uint64_t key, uint64_t samples, size_t offset, size_t size) {
-    index_.sequences.push_back(checked_sequence(key, samples, offset, size));
+    index_.sequences.append(checked_sequence(key, samples, offset, size));
   }
 
   // The record of a sequence; throws the indexer's errors for one that cannot be stored.
@@ -241,7 +247,7 @@ class Indexer {
   // known only when the runs are joined: it does when it has no id (the run started inside a sequence) or
   // the same id, which is the serial rule. After a first segment without an id, the same holds for the
   // second. These open segments and the run's last one are kept as segments; the ones between are whole
-  // sequences and stored at once, 24 bytes each like the serial index. A sequence without a line of the
+  // sequences and stored at once, compactly like the serial index. A sequence without a line of the
   // main stream is dropped, as serially. Symbolic keys are numbered in file order and stay serial.
 
   size_t split_count(uint64_t bytes) const {
@@ -267,7 +273,7 @@ class Indexer {
     std::optional<Segment> tail;
     // Id mode: the whole sequences between the open segments and the tail. Line mode: every line with the
     // main stream, its key the line number within the run.
-    std::vector<IndexedSequence> sequences;
+    SequenceList sequences;
   };
 
   void scan_ids(Run& run) const {
@@ -296,7 +302,7 @@ class Indexer {
           run.open_end = pos;
           --open_left;
         } else if (current.count > 0) {
-          run.sequences.push_back(
+          run.sequences.append(
               checked_sequence(current.id, current.count, current.start, pos - current.start));
         }
         current = Segment{true, id, 0, pos};
@@ -315,20 +321,14 @@ class Indexer {
     while (pos < run.end) {
       const size_t end = lines.after_next_lf(pos);
       if (line_has_main_stream(pos, end))
-        run.sequences.push_back(checked_sequence(run.lines, 1, pos, end - pos));
+        run.sequences.append(checked_sequence(run.lines, 1, pos, end - pos));
       ++run.lines;
       pos = end;
     }
   }
 
   // Moves a run's sequences to the index (keys shifted by `key_base`) and frees them.
-  void take_sequences(Run& run, uint64_t key_base) {
-    for (IndexedSequence& s : run.sequences) {
-      s.key += key_base;
-      index_.sequences.push_back(s);
-    }
-    std::vector<IndexedSequence>().swap(run.sequences);
-  }
+  void take_sequences(Run& run, uint64_t key_base) { index_.sequences.take(run.sequences, key_base); }
 
   // False if a run met an error: the caller then indexes serially, which reports the first error exactly.
   bool index_in_parts(size_t pos, size_t parts) {
@@ -369,9 +369,6 @@ class Indexer {
       if (failure) return false;
     }
     if (!index_.line_mode && !runs[0].open[0].has_id) return false;  // serially: "Expected a sequence id"
-    size_t total = 2 * runs.size();
-    for (const Run& run : runs) total += run.sequences.size();
-    index_.sequences.reserve(total);
     if (index_.line_mode) {
       for (Run& run : runs) {
         take_sequences(run, line_);
@@ -440,8 +437,8 @@ void form_chunks(CtfIndex& index, uint64_t chunk_size_in_bytes, uint64_t file_si
   uint64_t max_span = chunk_size_in_bytes > file_size ? file_size : chunk_size_in_bytes;
   uint64_t chunk_begin = 0;
   uint64_t chunk_end = 0;
-  for (uint64_t i = 0; i < index.sequences.size(); ++i) {
-    const IndexedSequence& s = index.sequences[i];
+  uint64_t i = 0;
+  index.sequences.for_each([&](const IndexedSequence& s) {
     uint64_t span = index.chunks.empty() ? 0 : chunk_end - chunk_begin;
     if (span == 0 || span + s.size > max_span) {
       index.chunks.push_back(IndexedChunk{i, 0, 0});
@@ -451,7 +448,8 @@ void form_chunks(CtfIndex& index, uint64_t chunk_size_in_bytes, uint64_t file_si
     ++c.num_sequences;
     c.samples += s.samples;
     chunk_end = s.offset + s.size;
-  }
+    ++i;
+  });
 }
 
 uint64_t chunk_records_hash(std::span<const IndexedSequence> sequences) {
@@ -493,39 +491,86 @@ bool read_cache_prefix(std::string_view cache, uint64_t file_size, uint64_t& cou
   return count <= file_size && first >= kCacheHeaderBytes && first <= cache.size();
 }
 
+// Folds bytes into a 64-bit hash, eight at a time (not cryptographic: it tells versions of a file apart).
+uint64_t fold_bytes(uint64_t h, std::string_view bytes) {
+  size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes.data() + i, 8);
+    h = (h ^ word) * 0x9E3779B97F4A7C15ull;
+    h = (h << 27) | (h >> 37);
+  }
+  for (; i < bytes.size(); ++i) h = (h ^ static_cast<unsigned char>(bytes[i])) * 0x100000001B3ull;
+  return h ^ (h >> 31);
+}
+
 }  // namespace
+
+DataFileStamp stamp_data_file(std::string_view data, const core::FileIdentity& identity) {
+  constexpr size_t kBlock = 64 * 1024;
+  DataFileStamp stamp;
+  stamp.size = identity.size;
+  stamp.mtime_ns = identity.mtime_ns;
+  const size_t head = std::min(kBlock, data.size());
+  const size_t tail = std::min(kBlock, data.size() - head);
+  stamp.fingerprint = fold_bytes(fold_bytes(0x243F6A8885A308D3ull ^ data.size(), data.substr(0, head)),
+                                 data.substr(data.size() - tail));
+  return stamp;
+}
+
+std::optional<CacheFooter> read_cache_footer(std::string_view cache) {
+  if (cache.size() < kCacheHeaderBytes + kChunkFooterBytes) return std::nullopt;
+  const auto* footer =
+      reinterpret_cast<const unsigned char*>(cache.data()) + cache.size() - kChunkFooterBytes;
+  if (get_u64(footer) != kChunkTableMagic || get_u64(footer + 8) != kChunkTableVersion) return std::nullopt;
+  CacheFooter f;
+  f.chunk_size_in_bytes = get_u64(footer + 16);
+  f.data.size = get_u64(footer + 24);
+  f.chunks = get_u64(footer + 32);
+  f.records_end = get_u64(footer + 40);
+  f.data.mtime_ns = static_cast<int64_t>(get_u64(footer + 48));
+  f.data.fingerprint = get_u64(footer + 56);
+  const uint64_t key_order = get_u64(footer + 64);
+  if (key_order > 1) return std::nullopt;
+  f.keys_ascending = key_order == 1;
+  f.adjacent_equal_keys = get_u64(footer + 72);
+  if (f.records_end < kCacheHeaderBytes || f.records_end > cache.size() - kChunkFooterBytes ||
+      f.chunks > (cache.size() - kChunkFooterBytes - f.records_end) / kChunkEntryBytes ||
+      cache.size() != f.records_end + f.chunks * kChunkEntryBytes + kChunkFooterBytes) {
+    return std::nullopt;
+  }
+  return f;
+}
 
 bool load_index_cache(std::string_view cache, uint64_t file_size, CtfIndex& index) {
   uint64_t count = 0;
   uint64_t first = 0;
   if (!read_cache_prefix(cache, file_size, count, first)) return false;
   if ((cache.size() - first) / kCacheRecordBytes < count) return false;  // short: CNTK re-indexes too
-  std::vector<IndexedSequence> sequences(count);
+  SequenceList sequences;
   const auto* records = reinterpret_cast<const unsigned char*>(cache.data()) + first;
   for (uint64_t i = 0; i < count; ++i) {
-    if (!decode_record(records + i * kCacheRecordBytes, file_size, sequences[i])) return false;
+    IndexedSequence s;
+    if (!decode_record(records + i * kCacheRecordBytes, file_size, s)) return false;
+    sequences.append(s);
   }
   index.sequences = std::move(sequences);
   return true;
 }
 
-bool load_cache_chunk_table(std::string_view cache, uint64_t file_size, uint64_t chunk_size_in_bytes,
-                            CtfIndex& index) {
+bool load_cache_chunk_table(std::string_view cache, const CacheFooter& footer, uint64_t file_size,
+                            uint64_t chunk_size_in_bytes, CtfIndex& index) {
   uint64_t count = 0;
   uint64_t first = 0;
   if (!read_cache_prefix(cache, file_size, count, first) || first != kCacheHeaderBytes) return false;
   const uint64_t records_end =
       kCacheHeaderBytes + count * kCacheRecordBytes;  // count <= file size: no overflow
-  if (cache.size() < records_end + kChunkFooterBytes) return false;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(cache.data());
-  const unsigned char* footer = bytes + cache.size() - kChunkFooterBytes;
-  const uint64_t num_chunks = get_u64(footer + 32);
-  if (get_u64(footer) != kChunkTableMagic || get_u64(footer + 8) != kChunkTableVersion ||
-      get_u64(footer + 16) != chunk_size_in_bytes || get_u64(footer + 24) != file_size ||
-      get_u64(footer + 40) != records_end || num_chunks > count ||
-      cache.size() != records_end + num_chunks * kChunkEntryBytes + kChunkFooterBytes) {
+  const uint64_t num_chunks = footer.chunks;
+  if (footer.chunk_size_in_bytes != chunk_size_in_bytes || footer.data.size != file_size ||
+      footer.records_end != records_end || num_chunks > count) {
     return false;
   }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(cache.data());
   std::vector<IndexedChunk> chunks(num_chunks);
   uint64_t next_sequence = 0;
   uint64_t total_samples = 0;
@@ -547,7 +592,7 @@ bool load_cache_chunk_table(std::string_view cache, uint64_t file_size, uint64_t
     total_samples += chunk.samples;
   }
   if (next_sequence != count) return false;
-  index.sequences.clear();
+  index.sequences = SequenceList();
   index.chunks = std::move(chunks);
   return true;
 }
@@ -567,11 +612,67 @@ std::vector<IndexedSequence> read_cached_chunk(std::string_view cache, uint64_t 
   return sequences;
 }
 
+bool read_cached_record(std::string_view cache, uint64_t file_size, uint64_t index, IndexedSequence& out) {
+  const uint64_t at = kCacheHeaderBytes + index * kCacheRecordBytes;
+  if (at + kCacheRecordBytes > cache.size()) return false;
+  return decode_record(reinterpret_cast<const unsigned char*>(cache.data()) + at, file_size, out);
+}
+
+namespace {
+
+std::string this_host() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  std::string host(name);
+  for (char& c : host) {
+    if (c == '.' || c == '/') c = '_';  // keeps "<cache>.tmp.<host>.<pid>" parseable from the right
+  }
+  return host;
+}
+
+// Temporaries older than this are removed whoever wrote them: no writer takes an hour for a cache.
+constexpr int64_t kAbandonedAfterSeconds = 3600;
+
+}  // namespace
+
+size_t remove_stale_cache_temporaries(const std::string& cache_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path cache(cache_path);
+  const fs::path dir = cache.has_parent_path() ? cache.parent_path() : fs::path(".");
+  const std::string prefix = cache.filename().string() + ".tmp.";
+  const std::string host = this_host();
+  const auto now = fs::file_time_type::clock::now();
+  size_t removed = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    // "<host>.<pid>" (this version) or "<pid>" (earlier versions, which wrote on this machine)
+    const std::string rest = name.substr(prefix.size());
+    const size_t dot = rest.rfind('.');
+    const std::string writer_host = dot == std::string::npos ? host : rest.substr(0, dot);
+    const std::string pid_text = dot == std::string::npos ? rest : rest.substr(dot + 1);
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos ||
+        pid_text.size() > 9) {
+      continue;
+    }
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    bool stale = writer_host == host && pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+    std::error_code time_error;
+    const auto written = fs::last_write_time(it->path(), time_error);
+    if (!time_error && now - written > std::chrono::seconds(kAbandonedAfterSeconds)) stale = true;
+    if (stale && fs::remove(it->path(), time_error)) ++removed;
+  }
+  return removed;
+}
+
 bool write_index_cache(const std::string& cache_path, const CtfIndex& index, uint64_t chunk_size_in_bytes,
-                       uint64_t file_size) {
-  // A name of its own per process: two writers (jobs on a shared file system) never mix their bytes, and
-  // the rename makes the finished cache appear at once.
-  std::string temp = cache_path + ".tmp." + std::to_string(::getpid());
+                       const DataFileStamp& data) {
+  remove_stale_cache_temporaries(cache_path);
+  // A name of its own per process and machine: two writers (jobs on a shared file system) never mix their
+  // bytes, and the rename makes the finished cache appear at once. A writer that dies leaves its temporary
+  // behind; the next writer removes it (above).
+  std::string temp = cache_path + ".tmp." + this_host() + "." + std::to_string(::getpid());
   std::FILE* f = std::fopen(temp.c_str(), "wb");
   if (f == nullptr) return false;
   std::vector<unsigned char> buffer;
@@ -592,20 +693,22 @@ bool write_index_cache(const std::string& cache_path, const CtfIndex& index, uin
     flush(false);
   };
   append({kCacheMagic, kCacheVersion, index.sequences.size(), kCacheHeaderBytes});
-  for (const IndexedSequence& s : index.sequences) {
+  index.sequences.for_each([&](const IndexedSequence& s) {
     // CNTK's record: key, samples (u32 + 4 padding bytes), offset, size (u32 + 4 padding bytes).
     append({s.key, s.samples, s.offset, s.size});
-  }
+  });
   // cntkio's chunk table, after the records CNTK reads, so that an open reads a few bytes per chunk and a
-  // chunk's records only when it is first used.
+  // chunk's records only when it is first used; then the footer that says which data file it describes.
   const uint64_t records_end = kCacheHeaderBytes + index.sequences.size() * kCacheRecordBytes;
+  std::vector<IndexedSequence> records;
   for (const IndexedChunk& c : index.chunks) {
-    const std::span<const IndexedSequence> records(index.sequences.data() + c.first_sequence,
-                                                   c.num_sequences);
+    records.clear();
+    index.sequences.decode(c.first_sequence, c.num_sequences, records);
     append({c.first_sequence, c.num_sequences, c.samples, chunk_records_hash(records)});
   }
-  append({kChunkTableMagic, kChunkTableVersion, chunk_size_in_bytes, file_size, index.chunks.size(),
-          records_end});
+  append({kChunkTableMagic, kChunkTableVersion, chunk_size_in_bytes, data.size, index.chunks.size(),
+          records_end, static_cast<uint64_t>(data.mtime_ns), data.fingerprint,
+          index.sequences.keys_ascending() ? 1u : 0u, index.sequences.adjacent_equal_keys()});
   flush(true);
   ok = (std::fclose(f) == 0) && ok;
   if (ok) ok = std::rename(temp.c_str(), cache_path.c_str()) == 0;
