@@ -78,10 +78,11 @@ struct CbfStreamHeader {
 
 /// One row of the chunk table.
 struct CbfChunkHeader {
-  uint64_t offset = 0;     ///< absolute byte offset of the chunk body
-  uint64_t size = 0;       ///< bytes up to the next chunk (the last: up to the header, legacy: up to EOF)
-  uint32_t sequences = 0;  ///< number of sequences
-  uint32_t samples = 0;    ///< sum of the sequences' scheduling lengths, as stored
+  uint64_t offset = 0;      ///< absolute byte offset of the chunk body
+  uint64_t size = 0;        ///< bytes up to the next chunk (the last: up to the header, legacy: up to EOF)
+  uint32_t sequences = 0;   ///< number of sequences
+  uint32_t samples = 0;     ///< sum of the sequences' scheduling lengths, as stored
+  uint64_t row_offset = 0;  ///< byte offset of this row in the chunk table (for messages)
 };
 
 /// The validated header of a CBF file.

@@ -8,6 +8,7 @@
 #include "catalogue/catalogue.hpp"
 
 #if __has_include("cntkio/cbf.hpp") && __has_include("cntkio/convert.hpp")
+#include "cbf/cbf_test_util.hpp"
 #include "cntkio/cbf.hpp"
 #include "cntkio/convert.hpp"
 #define CNTKIO_CATALOGUE_HAS_CBF 1
@@ -191,6 +192,98 @@ Case convert(std::string name, std::string ctf, DataFormat to, Expect expect) {
   c.run = [ctf = std::move(ctf), to](const std::string& dir) { return run_convert(dir, ctf, to); };
   c.expect = std::move(expect);
   return c;
+}
+
+// ---- chunk tables that lie ----
+
+// A file written by CbfWriter, with the offsets of its chunk table rows and chunk bodies found from the
+// layout (not from the reader): current layout, the rows are the 16-byte records before the trailer;
+// legacy, they follow the header, whose size the streams below fix.
+struct Written {
+  std::string bytes;
+  std::vector<uint64_t> rows;
+  std::vector<uint64_t> chunks;  // absolute offsets of the chunk bodies
+};
+
+template <typename T>
+T peek(const std::string& bytes, size_t at) {
+  T v;
+  std::memcpy(&v, bytes.data() + at, sizeof(T));
+  return v;
+}
+
+// Stream a (dense float, dim 1) and, if `sparse`, stream b (sparse float, dim 4). Sequence k has
+// `samples[k]` samples of a (1 + k, ...) and one sample {k % 4 : 10 + k} of b; chunks of `chunk_bytes`.
+Written written(const std::string& dir, CbfLayout layout, bool sparse, const std::vector<uint32_t>& samples,
+                uint64_t chunk_bytes) {
+  std::vector<CbfWriterStream> streams{{"a", StorageFormat::kDense, ElementType::kFloat, 1}};
+  if (sparse) streams.push_back({"b", StorageFormat::kSparseCsc, ElementType::kFloat, 4});
+  const std::string path = dir + "/written.cbf";
+  {
+    CbfWriter w(path, streams, CbfWriterOptions{layout, chunk_bytes});
+    for (size_t k = 0; k < samples.size(); ++k) {
+      std::vector<float> a(samples[k]);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(1 + k + i);
+      const float b_value = static_cast<float>(10 + k);
+      const int32_t b_index = static_cast<int32_t>(k % 4);
+      const uint32_t b_count = 1;
+      std::vector<SequenceData> data{cbf_test::dense_data(samples[k], a.data())};
+      if (sparse) data.push_back(cbf_test::sparse_data(1, &b_value, &b_index, &b_count, 1));
+      w.add_sequence(data, std::vector<ElementType>(data.size(), ElementType::kFloat));
+    }
+    w.finish();
+  }
+  const std::vector<unsigned char> raw = cbf_test::read_bytes(path);
+  Written out;
+  out.bytes.assign(raw.begin(), raw.end());
+  if (layout == CbfLayout::kCurrent) {
+    const auto header = static_cast<size_t>(peek<int64_t>(out.bytes, out.bytes.size() - 8));
+    const uint32_t n = peek<uint32_t>(out.bytes, header + 8);
+    for (uint32_t i = 0; i < n; ++i) {
+      out.rows.push_back(out.bytes.size() - 8 - 16 * uint64_t{n - i});
+      out.chunks.push_back(static_cast<uint64_t>(peek<int64_t>(out.bytes, out.rows.back())));
+    }
+  } else {
+    const auto n = static_cast<uint64_t>(peek<int64_t>(out.bytes, 8));
+    // version, chunk count, input count; a: name length, "a", type, element type, dim; b: five int32s + "b"
+    const uint64_t table = 8 + 8 + 4 + (4 + 1 + 4 + 4 + 4) + (sparse ? 4 + 1 + 4 * 5 : 0);
+    for (uint64_t i = 0; i < n; ++i) {
+      out.rows.push_back(table + 16 * i);
+      out.chunks.push_back(table + 16 * n + static_cast<uint64_t>(peek<int64_t>(out.bytes, out.rows.back())));
+    }
+  }
+  return out;
+}
+
+// Sets the sequence and sample counts of row `row` (current: two uint32; legacy: two int32).
+void set_counts(Written& f, size_t row, uint32_t sequences, uint32_t samples) {
+  poke<uint32_t>(f.bytes, f.rows[row] + 8, sequences);
+  poke<uint32_t>(f.bytes, f.rows[row] + 12, samples);
+}
+
+// A case over a written file that `lie` changes; `expect` gets the file to compute offsets from.
+Case lying(std::string name, CbfLayout layout, bool sparse, std::vector<uint32_t> samples,
+           uint64_t chunk_bytes, std::function<void(Written&)> lie,
+           std::function<Expect(const Written&)> expect) {
+  Case c;
+  c.name = std::move(name);
+  c.check = [=](const std::string& dir) {
+    Written f = written(dir, layout, sparse, samples, chunk_bytes);
+    lie(f);
+    const Outcome o = run_cbf(dir, f.bytes);
+    const Expect e = expect(f);
+    ASSERT_EQ(to_string(o.kind), std::string(to_string(e.kind))) << o.what << " data: " << o.data;
+    EXPECT_EQ(o.cntk_text, e.text) << o.what;
+    EXPECT_EQ(o.location.file, e.location.file) << o.what;
+    EXPECT_EQ(o.location.byte_offset, e.location.byte_offset) << o.what;
+    EXPECT_EQ(o.location.sequence_key, e.location.sequence_key) << o.what;
+    EXPECT_NE(o.what.find("data.cbf"), std::string::npos) << o.what;
+  };
+  return c;
+}
+
+std::string str(uint64_t v) {
+  return std::to_string(v);
 }
 
 }  // namespace
@@ -435,6 +528,167 @@ std::vector<Case> cbf_cases() {
            "they were written with 17 significant digits and read back within an ulp or two.\n");
     add(std::move(c));
   }
+  // ---- chunk tables that lie: every count checked against the others and the chunk's bytes ----
+  // Four dense sequences of one sample; 24-byte chunks (current: length + count + value = 12 bytes per
+  // sequence) and 8-byte chunks (legacy: the value alone) give two chunks of two sequences.
+  const std::vector<uint32_t> four{1, 1, 1, 1};
+  constexpr auto kCur = CbfLayout::kCurrent;
+  constexpr auto kLeg = CbfLayout::kLegacyV1;
+  // A row with no sequences but samples: the chunk was skipped, and its two sequences lost.
+  add(lying(
+      "cbf_row_without_sequences_but_with_samples", kCur, false, four, 24,
+      [](Written& f) { set_counts(f, 0, 0, 2); },
+      [](const Written& f) {
+        return format_error_at("Chunk 0 declares 0 sequences but 2 samples (chunk table row at byte offset " +
+                                   str(f.rows[0]) + "); a chunk without sequences holds no samples.",
+                               "data.cbf", f.rows[0]);
+      }));
+  add(lying(
+      "cbf_legacy_row_without_sequences_but_with_samples", kLeg, false, four, 8,
+      [](Written& f) { set_counts(f, 0, 0, 2); },
+      [](const Written& f) {
+        return format_error_at("Chunk 0 declares 0 sequences but 2 samples (chunk table row at byte offset " +
+                                   str(f.rows[0]) + "); a chunk without sequences holds no samples.",
+                               "data.cbf", f.rows[0]);
+      }));
+  // No sequences and no samples, but the chunk's bytes hold two sequences: lost the same way.
+  add(lying(
+      "cbf_row_without_sequences_over_bytes", kCur, false, four, 24,
+      [](Written& f) { set_counts(f, 0, 0, 0); },
+      [](const Written& f) {
+        return format_error_at("Chunk 0 declares 0 sequences but holds 24 bytes (offset " + str(f.chunks[0]) +
+                                   " to " + str(f.chunks[1]) +
+                                   "); no row of the chunk table describes them (chunk table row at byte "
+                                   "offset " +
+                                   str(f.rows[0]) + ").",
+                               "data.cbf", f.rows[0]);
+      }));
+  add(lying(
+      "cbf_legacy_row_without_sequences_over_bytes", kLeg, false, four, 8,
+      [](Written& f) { set_counts(f, 0, 0, 0); },
+      [](const Written& f) {
+        return format_error_at("Chunk 0 declares 0 sequences (chunk table row at byte offset " +
+                                   str(f.rows[0]) + "), whose records end at byte offset " +
+                                   str(f.chunks[0]) + ", but the chunk ends at byte offset " +
+                                   str(f.chunks[1]) + ": 8 bytes belong to no sequence.",
+                               "data.cbf", f.rows[0]);
+      }));
+  // Fewer sequences than the chunk holds: the rest of the chunk was never read.
+  add(lying(
+      "cbf_row_with_fewer_sequences_than_its_bytes", kCur, false, four, 24,
+      [](Written& f) { set_counts(f, 0, 1, 1); },
+      [](const Written& f) {
+        // the one length (4 bytes) and one record read as count 1 (the second length), value (a's count)
+        return format_error_at("Chunk 0 declares 1 sequences (chunk table row at byte offset " +
+                                   str(f.rows[0]) + "), whose records end at byte offset " +
+                                   str(f.chunks[0] + 12) + ", but the chunk ends at byte offset " +
+                                   str(f.chunks[1]) + ": 12 bytes belong to no sequence.",
+                               "data.cbf", f.rows[0]);
+      }));
+  add(lying(
+      "cbf_legacy_row_with_fewer_sequences_than_its_bytes", kLeg, false, four, 8,
+      [](Written& f) { set_counts(f, 0, 1, 1); },
+      [](const Written& f) {
+        return format_error_at("Chunk 0 declares 1 sequences (chunk table row at byte offset " +
+                                   str(f.rows[0]) + "), whose records end at byte offset " +
+                                   str(f.chunks[0] + 4) + ", but the chunk ends at byte offset " +
+                                   str(f.chunks[1]) + ": 4 bytes belong to no sequence.",
+                               "data.cbf", f.rows[0]);
+      }));
+  // More samples than the sequences hold: sweeps planned with the row's count delivered each sequence
+  // again and again (legacy: samples = 100 for two one-sample sequences).
+  add(lying(
+      "cbf_row_with_more_samples_than_its_bytes_hold", kCur, false, four, 24,
+      [](Written& f) { set_counts(f, 0, 2, 100); },
+      [](const Written& f) {
+        // 24 bytes minus two lengths and two counts leave 8 bytes: two 4-byte samples at most
+        return format_error_at("Chunk 0 declares 100 samples in 2 sequences, but its 24 bytes (offset " +
+                                   str(f.chunks[0]) + " to " + str(f.chunks[1]) +
+                                   ") hold at most 2 (chunk table row at byte offset " + str(f.rows[0]) +
+                                   ").",
+                               "data.cbf", f.rows[0]);
+      }));
+  add(lying(
+      "cbf_row_with_other_samples_than_its_lengths", kCur, false, four, 24,
+      [](Written& f) { set_counts(f, 0, 2, 1); },
+      [](const Written& f) {
+        return format_error_at(
+            "The sequence lengths of chunk 0 add up to 2 samples, but its chunk table row "
+            "(byte offset " +
+                str(f.rows[0]) + ") says 1.",
+            "data.cbf", f.rows[0]);
+      }));
+  add(lying(
+      "cbf_legacy_row_with_more_samples_than_sequences_dense", kLeg, false, four, 8,
+      [](Written& f) { set_counts(f, 0, 2, 100); },
+      [](const Written& f) {
+        return format_error_at(
+            "Chunk 0 declares 100 samples for 2 sequences (chunk table row at byte offset " + str(f.rows[0]) +
+                "), but every sequence of this file has exactly one sample (all its inputs "
+                "are dense).",
+            "data.cbf", f.rows[0]);
+      }));
+  add(lying(
+      "cbf_legacy_row_with_fewer_samples_than_sequences", kLeg, true, four, 1 << 20,
+      [](Written& f) { set_counts(f, 0, 4, 3); },
+      [](const Written& f) {
+        return format_error_at("Chunk 0 declares 3 samples for 4 sequences (chunk table row at byte offset " +
+                                   str(f.rows[0]) +
+                                   "), but every sequence of this file has at least one sample.",
+                               "data.cbf", f.rows[0]);
+      }));
+  add(lying(
+      "cbf_legacy_row_with_more_samples_than_its_sparse_rows", kLeg, true, four, 1 << 20,
+      [](Written& f) { set_counts(f, 0, 4, 7); },
+      [](const Written& f) {
+        return format_error_at(
+            "The sequences' sample counts of chunk 0 add up to 4 samples, but its chunk "
+            "table row (byte offset " +
+                str(f.rows[0]) + ") says 7.",
+            "data.cbf", f.rows[0]);
+      }));
+  // A sequence length beyond what its records hold (the sum still agrees with the row): sequence 0 has 3
+  // samples and sequence 1 one; the lengths say 1 and 3.
+  add(lying(
+      "cbf_sequence_length_beyond_its_records", kCur, false, {3, 1}, 1 << 20,
+      [](Written& f) {
+        poke<uint32_t>(f.bytes, f.chunks[0], 1);
+        poke<uint32_t>(f.bytes, f.chunks[0] + 4, 3);
+      },
+      [](const Written& f) {
+        Expect e = format_error_at(
+            "Sequence 1 of chunk 0 has length 3, but its longest input holds 1 samples; a "
+            "length lies between 1 and the samples of the longest input (0 only when "
+            "every input is empty).",
+            "data.cbf", f.chunks[0] + 4);
+        e.location.sequence_key = "1";
+        return e;
+      }));
+  {
+    // A stream without samples in a sequence: the packer's error names the file, the sequence's entry in
+    // its chunk's length prefix, the stream and the sequence (it named none of them).
+    Case c;
+    c.name = "cbf_stream_without_samples_is_located";
+    c.run = [](const std::string& dir) {
+      const float one = 1, two = 2;
+      {
+        CbfWriter w(dir + "/data.cbf", {{"a", StorageFormat::kDense, ElementType::kFloat, 1},
+                                        {"b", StorageFormat::kDense, ElementType::kFloat, 1}});
+        const std::vector<ElementType> types(2, ElementType::kFloat);
+        w.add_sequence({cbf_test::dense_data(1, &one), cbf_test::dense_data(1, &two)}, types);
+        w.add_sequence({cbf_test::dense_data(1, &one), cbf_test::dense_data(0, nullptr)}, types);
+        w.finish();
+      }
+      return run_reader(dir,
+                        "Train = [ reader = [ randomize = false ; deserializers = ( [ type = "
+                        "\"CNTKBinaryFormatDeserializer\" ; file = \"$dir$/data.cbf\" ] ) ] ]\n",
+                        {});
+    };
+    // chunk 0 starts after the 12-byte prefix; sequence 1's length is its second entry
+    c.expect = format_error("Sequences must be at least one frame long.", "data.cbf", 0, 0, 12 + 4, "b", "1");
+    add(std::move(c));
+  }
+
   add(convert("cbf_convert_legacy_round_trip", "0 |a 1 |b 3:2\n1 |a 2 |b 1:1 6:5\n", DataFormat::kCbfLegacy,
               ok("0 a=[1] b=[3:2]; 1 a=[2] b=[1:1 6:5]")));
   return cases;

@@ -241,7 +241,9 @@ TEST(CbfCorrupt, CurrentLayoutFieldChecks) {
   expect_error(dir, patched(f.bytes, at.at("index0"), int32_t{-2}), "Row index -2", at.at("index0"));
   // Sequence lengths that disagree with the chunk table.
   expect_error(dir, patched(f.bytes, at.at("length0"), uint32_t{5}),
-               "add up to 6 samples, but the chunk table says 3");
+               "add up to 6 samples, but its chunk table row (byte offset " + std::to_string(at.at("row0")) +
+                   ") says 3.",
+               at.at("row0"));
 }
 
 TEST(CbfCorrupt, LegacyLayoutFieldChecks) {
@@ -264,7 +266,9 @@ TEST(CbfCorrupt, LegacyLayoutFieldChecks) {
   expect_error(dir, patched(f.bytes, at.at("row0"), int64_t{-1}), "negative offset", at.at("row0"));
   expect_error(dir, patched(f.bytes, at.at("row1"), int64_t{1000}), "Chunk 1 offset", at.at("row1"));
   expect_error(dir, patched(f.bytes, at.at("row0") + 8, int32_t{-2}), "negative count", at.at("row0"));
-  expect_error(dir, patched(f.bytes, at.at("row0") + 8, int32_t{0x7FFFFFFF}),
+  expect_error(dir,
+               patched(patched(f.bytes, at.at("row0") + 8, int32_t{0x7FFFFFFF}), at.at("row0") + 12,
+                       int32_t{0x7FFFFFFF}),
                "Chunk 0 declares 2147483647 sequences");
   expect_error(dir, patched(f.bytes, at.at("nnz0"), int32_t{-5}), "has a negative nnz -5", at.at("nnz0"));
   expect_error(dir, patched(f.bytes, at.at("nnz0"), int32_t{0x7FFFFFFF}), "claims nnz 2147483647",

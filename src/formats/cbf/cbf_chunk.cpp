@@ -118,6 +118,30 @@ bool is_misaligned(const void* p, ElementType type) {
   return reinterpret_cast<uintptr_t>(p) % element_size(type) != 0;
 }
 
+// The scheduling lengths of chunk `index` must add up to its row's sample count: the randomizers plan
+// sweeps and epochs with the row's count and then hand out the sequences with their lengths.
+void check_length_sum(const ChunkContext& context, uint32_t index, uint64_t sum, const char* what) {
+  const CbfChunkHeader& chunk = context.header->chunks[index];
+  if (sum != chunk.samples) {
+    fail(*context.file, chunk.row_offset,
+         std::string(what) + " of chunk " + str(index) + " add up to " + str(sum) +
+             " samples, but its chunk table row (byte offset " + str(chunk.row_offset) + ") says " +
+             str(chunk.samples) + ".");
+  }
+}
+
+// Bytes between a chunk's last record and its end are data that no row of the chunk table describes.
+void check_no_bytes_left(const ChunkContext& context, uint32_t index, const Cursor& c) {
+  if (c.remaining() == 0) return;
+  const CbfChunkHeader& chunk = context.header->chunks[index];
+  fail(*context.file, chunk.row_offset,
+       "Chunk " + str(index) + " declares " + str(chunk.sequences) +
+           " sequences (chunk table row at byte offset " + str(chunk.row_offset) +
+           "), whose records end at " + "byte offset " + str(c.offset()) +
+           ", but the chunk ends at byte offset " + str(chunk.offset + chunk.size) + ": " +
+           str(c.remaining()) + " bytes belong to no sequence.");
+}
+
 }  // namespace
 
 void read_current_lengths(const ChunkContext& context, uint32_t index, std::vector<uint32_t>& lengths) {
@@ -130,11 +154,7 @@ void read_current_lengths(const ChunkContext& context, uint32_t index, std::vect
   std::memcpy(lengths.data() + first, prefix, uint64_t{4} * chunk.sequences);
   uint64_t sum = 0;
   for (size_t i = first; i < lengths.size(); ++i) sum += lengths[i];
-  if (sum != chunk.samples) {
-    fail(*context.file, chunk.offset,
-         "The sequence lengths of chunk " + str(index) + " add up to " + str(sum) +
-             " samples, but the chunk table says " + str(chunk.samples) + ".");
-  }
+  check_length_sum(context, index, sum, "The sequence lengths");
 }
 
 CurrentChunk::CurrentChunk(const ChunkContext& context, uint32_t index, uint64_t first_sequence)
@@ -180,8 +200,8 @@ void CurrentChunk::fail(size_t stream, uint32_t sequence, uint64_t offset, const
 
 void CurrentChunk::get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const {
   if (index_in_chunk >= sequences_) {
-    throw UsageError("CBF chunk has " + str(sequences_) + " sequences; sequence " + str(index_in_chunk) +
-                     " does not exist.");
+    throw UsageError("Chunk " + str(index_) + " of the CBF file '" + file_ + "' has " + str(sequences_) +
+                     " sequences; sequence " + str(index_in_chunk) + " does not exist.");
   }
   const uint32_t j = index_in_chunk;
   for (size_t s = 0; s < streams_.size(); ++s) {
@@ -241,7 +261,8 @@ std::shared_ptr<CurrentChunk> parse_current_chunk(const ChunkContext& context, u
   populate(base, info.size);
   Cursor c(*context.file, base, info.size, info.offset, limit_of(index, info));
   const unsigned char* lengths =
-      c.take(uint64_t{4} * n, "the sequence lengths");  // checked by read_current_lengths
+      c.take(uint64_t{4} * n, "the sequence lengths");  // their sum is checked by read_current_lengths
+  std::vector<uint32_t> longest(n, 0);                  // samples of each sequence's longest input
   for (size_t s = 0; s < header.streams.size(); ++s) {
     const CbfStreamHeader& stream = header.streams[s];
     const uint64_t esize = element_size(stream.element_type);
@@ -255,6 +276,7 @@ std::shared_ptr<CurrentChunk> parse_current_chunk(const ChunkContext& context, u
       chunk->set_record(s, j, record);
       const uint64_t record_at = c.offset();
       const uint32_t samples = c.u32("a sequence's sample count");
+      longest[j] = std::max(longest[j], samples);
       if (dense) {
         const uint64_t sample_bytes = stream.dim * esize;
         if (samples > c.remaining() / sample_bytes) {
@@ -291,13 +313,31 @@ std::shared_ptr<CurrentChunk> parse_current_chunk(const ChunkContext& context, u
       prefetcher.learn(j, c.position() - record);
     }
   }
+  // A length counts samples for the schedulers: it may not claim more than the records hold (nor nothing
+  // for a sequence that holds samples), else sweeps and epochs count samples that are not there.
+  for (uint32_t j = 0; j < n; ++j) {
+    uint32_t length;
+    std::memcpy(&length, lengths + 4 * uint64_t{j}, 4);
+    if (length > longest[j] || (length == 0 && longest[j] > 0)) {
+      SourceLocation where;
+      where.file = *context.file;
+      where.byte_offset = info.offset + 4 * uint64_t{j};
+      where.sequence_key = std::to_string(first_sequence + j);
+      throw FormatError("Sequence " + str(j) + " of chunk " + str(index) + " has length " + str(length) +
+                            ", but its longest input holds " + str(longest[j]) +
+                            " samples; a length lies between 1 and the samples of the longest input (0 "
+                            "only when every input is empty).",
+                        where);
+    }
+  }
+  check_no_bytes_left(context, index, c);
   return chunk;
 }
 
 void LegacyChunk::get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const {
   if (index_in_chunk >= sequences_) {
-    throw UsageError("CBF chunk has " + str(sequences_) + " sequences; sequence " + str(index_in_chunk) +
-                     " does not exist.");
+    throw UsageError("Chunk " + str(index_) + " of the CBF file '" + file_ + "' has " + str(sequences_) +
+                     " sequences; sequence " + str(index_in_chunk) + " does not exist.");
   }
   const uint32_t j = index_in_chunk;
   for (const Stream& s : streams) {
@@ -324,7 +364,7 @@ std::shared_ptr<LegacyChunk> parse_legacy_chunk(const ChunkContext& context, uin
   const CbfHeader& header = *context.header;
   const CbfChunkHeader& info = header.chunks[index];
   const uint32_t n = info.sequences;
-  auto chunk = std::make_shared<LegacyChunk>(context.mapping, n);
+  auto chunk = std::make_shared<LegacyChunk>(context, index, n);
   const auto* base = reinterpret_cast<const unsigned char*>(context.mapping->data()) + info.offset;
   Cursor c(*context.file, base, info.size, info.offset, limit_of(index, info));
   lengths.assign(n, 1);
@@ -436,6 +476,10 @@ std::shared_ptr<LegacyChunk> parse_legacy_chunk(const ChunkContext& context, uin
       }
     }
   }
+  check_no_bytes_left(context, index, c);
+  uint64_t sum = 0;
+  for (uint32_t length : lengths) sum += length;
+  check_length_sum(context, index, sum, "The sequences' sample counts");
   return chunk;
 }
 

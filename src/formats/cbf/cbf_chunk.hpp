@@ -36,8 +36,8 @@ class LegacyChunk final : public Chunk {
     std::vector<double> realigned;          ///< copy of the values when they are misaligned doubles
   };
 
-  LegacyChunk(std::shared_ptr<const core::MappedFile> mapping, uint32_t sequences)
-      : mapping_(std::move(mapping)), sequences_(sequences) {}
+  LegacyChunk(const ChunkContext& context, uint32_t index, uint32_t sequences)
+      : mapping_(context.mapping), file_(*context.file), index_(index), sequences_(sequences) {}
 
   void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const override;
 
@@ -45,6 +45,8 @@ class LegacyChunk final : public Chunk {
 
  private:
   std::shared_ptr<const core::MappedFile> mapping_;
+  std::string file_;
+  uint32_t index_;
   uint32_t sequences_;
 };
 
@@ -109,10 +111,13 @@ std::shared_ptr<CurrentChunk> parse_current_chunk(const ChunkContext& context, u
 
 /// Reads the scheduling lengths (length prefix) of chunk `index` of a current-layout file and checks that
 /// they add up to the chunk table's sample count. Throws FormatError.
+/// parse_current_chunk checks each length against the records (at most the samples of the longest input)
+/// and that the records fill the chunk.
 void read_current_lengths(const ChunkContext& context, uint32_t index, std::vector<uint32_t>& lengths);
 
 /// Parses chunk `index` of a legacy v1 file; `lengths` receives each sequence's scheduling length
-/// (max(1, samples of any stream)). Throws FormatError.
+/// (max(1, samples of any stream)), which must add up to the chunk table's sample count, and the records
+/// must fill the chunk. Throws FormatError.
 std::shared_ptr<LegacyChunk> parse_legacy_chunk(const ChunkContext& context, uint32_t index,
                                                 uint64_t first_sequence, std::vector<uint32_t>& lengths);
 

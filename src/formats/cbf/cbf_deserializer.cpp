@@ -26,11 +26,15 @@ class CbfDeserializer final : public Deserializer {
     build_streams();
     uint64_t first = 0;
     for (uint32_t i = 0; i < header_.chunks.size(); ++i) {
-      // A chunk without sequences would break the randomizers (CNTK indexes past the end); it holds no data,
-      // so it is simply not exposed.
+      // A chunk without sequences would break the randomizers (CNTK indexes past the end); it holds no data
+      // (the header check saw to that for the current layout; a legacy one is parsed to be sure), so it is
+      // simply not exposed.
       if (header_.chunks[i].sequences > 0) {
         chunks_.push_back(i);
         first_sequence_.push_back(first);
+      } else if (header_.layout == CbfLayout::kLegacyV1) {
+        std::vector<uint32_t> none;
+        cbf::parse_legacy_chunk(context_, i, first, none);
       }
       first += header_.chunks[i].sequences;
     }
@@ -104,6 +108,21 @@ class CbfDeserializer final : public Deserializer {
       return kept_[chunk_id];
     }
     return loaded;
+  }
+
+  // The sequence's entry in its chunk's length prefix (current layout) or its chunk's first byte (legacy).
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    auto it = std::upper_bound(first_sequence_.begin(), first_sequence_.end(), key.sequence);
+    if (it == first_sequence_.begin()) return {};
+    const auto chunk_id = static_cast<size_t>(it - first_sequence_.begin() - 1);
+    const CbfChunkHeader& chunk = header_.chunks[chunks_[chunk_id]];
+    const uint64_t index = key.sequence - first_sequence_[chunk_id];
+    if (index >= chunk.sequences) return {};
+    SourceLocation where;
+    where.file = options_.file;
+    where.byte_offset = chunk.offset + (header_.layout == CbfLayout::kCurrent ? 4 * index : 0);
+    where.sequence_key = key_to_string(key);
+    return where;
   }
 
   const CbfHeader& header() const { return header_; }

@@ -1,4 +1,5 @@
 // Header parsing and validation of both CBF layouts (spec cbf.md §1.1 and §3.1).
+#include <algorithm>
 #include <string>
 
 #include "cntkio/cbf.hpp"
@@ -27,6 +28,26 @@ uint64_t min_sequence_bytes(const std::vector<CbfStreamHeader>& streams) {
   uint64_t n = 4;
   for (const CbfStreamHeader& s : streams) n += s.storage == StorageFormat::kDense ? 4 : 8;
   return n;
+}
+
+// Smallest number of bytes one sample of some input takes in a current-layout record: a dense sample's
+// values, or a sparse sample's nnz count.
+uint64_t min_sample_bytes(const std::vector<CbfStreamHeader>& streams) {
+  uint64_t n = UINT64_MAX;
+  for (const CbfStreamHeader& s : streams) {
+    n = std::min(n, s.storage == StorageFormat::kDense ? s.dim * element_size(s.element_type) : 4);
+  }
+  return n;
+}
+
+// A row that claims samples without sequences: the samples could only be bytes no row describes.
+void check_empty_row(const std::string& file, uint64_t index, const CbfChunkHeader& chunk) {
+  if (chunk.sequences == 0 && chunk.samples > 0) {
+    fail(file, chunk.row_offset,
+         "Chunk " + str(index) + " declares 0 sequences but " + str(chunk.samples) +
+             " samples (chunk table row at byte offset " + str(chunk.row_offset) +
+             "); a chunk without sequences holds no samples.");
+  }
 }
 
 CbfHeader parse_current(const std::string& file, std::string_view data) {
@@ -120,6 +141,7 @@ CbfHeader parse_current(const std::string& file, std::string_view data) {
     row_offsets.push_back(c.offset());
     const int64_t offset = c.i64("a chunk offset");
     CbfChunkHeader chunk;
+    chunk.row_offset = row_offsets.back();
     chunk.sequences = c.u32("a chunk's number of sequences");
     chunk.samples = c.u32("a chunk's number of samples");
     if (offset < static_cast<int64_t>(kPrefixSize)) {
@@ -141,16 +163,35 @@ CbfHeader parse_current(const std::string& file, std::string_view data) {
     }
     header.chunks.push_back(chunk);
   }
+  // Every count of a row against the others and against the bytes of its chunk, before anything uses them.
   const uint64_t per_sequence = min_sequence_bytes(header.streams);
+  const uint64_t per_sample = min_sample_bytes(header.streams);
   for (uint32_t i = 0; i < num_chunks; ++i) {
     CbfChunkHeader& chunk = header.chunks[i];
     const uint64_t end = i + 1 < num_chunks ? header.chunks[i + 1].offset : header_offset;
     chunk.size = end - chunk.offset;
+    check_empty_row(file, i, chunk);
+    if (chunk.sequences == 0 && chunk.size > 0) {
+      fail(file, row_offsets[i],
+           "Chunk " + str(i) + " declares 0 sequences but holds " + str(chunk.size) + " bytes (offset " +
+               str(chunk.offset) + " to " + str(end) +
+               "); no row of the chunk table describes them (chunk table row at byte offset " +
+               str(row_offsets[i]) + ").");
+    }
     if (chunk.sequences > chunk.size / per_sequence) {
       fail(file, row_offsets[i],
            "Chunk " + str(i) + " declares " + str(chunk.sequences) + " sequences, which need at least " +
                str(chunk.sequences * per_sequence) + " bytes, but it has only " + str(chunk.size) +
                " bytes (offset " + str(chunk.offset) + " to " + str(end) + ").");
+    }
+    // A sequence's length is at most the samples of its longest input, each of which takes bytes.
+    const uint64_t most_samples = (chunk.size - chunk.sequences * per_sequence) / per_sample;
+    if (chunk.samples > most_samples) {
+      fail(file, row_offsets[i],
+           "Chunk " + str(i) + " declares " + str(chunk.samples) + " samples in " + str(chunk.sequences) +
+               " sequences, but its " + str(chunk.size) + " bytes (offset " + str(chunk.offset) + " to " +
+               str(end) + ") hold at most " + str(most_samples) + " (chunk table row at byte offset " +
+               str(row_offsets[i]) + ").");
     }
   }
   return header;
@@ -236,6 +277,9 @@ CbfHeader parse_legacy(const std::string& file, std::string_view data) {
                               " chunks; the offsets table needs 16 bytes per chunk but only " +
                               str(c.remaining()) + " remain in the file.");
   }
+  bool any_sparse = false;
+  for (const CbfStreamHeader& s : header.streams)
+    any_sparse = any_sparse || s.storage != StorageFormat::kDense;
   std::vector<uint64_t> row_offsets;
   header.chunks.reserve(static_cast<size_t>(num_chunks));
   for (int64_t i = 0; i < num_chunks; ++i) {
@@ -256,6 +300,17 @@ CbfHeader parse_legacy(const std::string& file, std::string_view data) {
     chunk.offset = static_cast<uint64_t>(offset);  // relative for now
     chunk.sequences = static_cast<uint32_t>(sequences);
     chunk.samples = static_cast<uint32_t>(samples);
+    chunk.row_offset = row_offsets.back();
+    check_empty_row(file, static_cast<uint64_t>(i), chunk);
+    // Every legacy sequence has at least one sample, and exactly one when no input is sparse.
+    if (chunk.samples < chunk.sequences || (!any_sparse && chunk.samples != chunk.sequences)) {
+      c.error_at(
+          row_offsets.back(),
+          "Chunk " + str_signed(i) + " declares " + str(chunk.samples) + " samples for " +
+              str(chunk.sequences) + " sequences (chunk table row at byte offset " + str(row_offsets.back()) +
+              "), but every sequence of this file has " +
+              (any_sparse ? "at least one sample." : "exactly one sample (all its inputs are dense)."));
+    }
     header.chunks.push_back(chunk);
   }
   header.data_offset = c.offset();
