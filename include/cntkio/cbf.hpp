@@ -134,8 +134,9 @@ class CbfWriter {
 
   /// Appends one sequence. `data[i]` holds stream i's samples with values of type `types[i]` (converted to
   /// the stream's element type when they differ); `length` is its scheduling length, 0 = the most samples of
-  /// any stream. Sparse indices must lie in [0, dim). Throws UsageError for data the layout cannot hold
-  /// (legacy: a dense stream without exactly one sample, trailing empty sparse samples), IoError.
+  /// any stream, and never more than that (a reader refuses a length that no stream's samples reach).
+  /// Sparse indices must lie in [0, dim). Throws UsageError for data the layout cannot hold (legacy: a dense
+  /// stream without exactly one sample, trailing empty sparse samples), IoError.
   void add_sequence(const std::vector<SequenceData>& data, const std::vector<ElementType>& types,
                     uint32_t length = 0);
 

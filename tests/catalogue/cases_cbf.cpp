@@ -689,6 +689,66 @@ std::vector<Case> cbf_cases() {
     add(std::move(c));
   }
 
+  {
+    // What an output cannot hold names the input sequence (it named only the writer's sequence number).
+    Case c;
+    c.name = "cbf_convert_unrepresentable_sequence_is_located";
+    c.run = [](const std::string& dir) {
+      return capture(dir, [&](Outcome&) {
+        const float values[2] = {1, 2};
+        {
+          CbfWriter w(dir + "/data.cbf", {{"a", StorageFormat::kDense, ElementType::kFloat, 1}});
+          w.add_sequence({cbf_test::dense_data(1, values)}, {ElementType::kFloat});
+          w.add_sequence({cbf_test::dense_data(2, values)}, {ElementType::kFloat});
+          w.finish();
+        }
+        ConvertOptions options;
+        options.to = DataFormat::kCbfLegacy;  // one sample per dense sequence
+        options.log = [](std::string_view) {};
+        convert_file(dir + "/data.cbf", DataFormat::kCbf, dir + "/out.cbf1", options);
+      });
+    };
+    Expect e;
+    e.kind = Kind::kUsage;
+    e.text_exact = false;
+    // the entry of sequence 1 in the length prefix of chunk 0 (which starts after the 12-byte prefix)
+    e.text = "[file 'data.cbf', byte offset 16, sequence 1] (writing 'out.cbf1')";
+    c.expect = std::move(e);
+    add(std::move(c));
+  }
+  {
+    // Converting some streams of a CBF file: a sequence's length counted samples of a stream left out, which
+    // the output does not hold; it is cut to the longest stream written.
+    Case c;
+    c.name = "cbf_convert_stream_subset_cuts_the_length_to_its_streams";
+    c.run = [](const std::string& dir) {
+      return capture(dir, [&](Outcome& out) {
+        const float values[3] = {1, 2, 3};
+        {
+          CbfWriter w(dir + "/data.cbf", {{"a", StorageFormat::kDense, ElementType::kFloat, 1},
+                                          {"b", StorageFormat::kDense, ElementType::kFloat, 1}});
+          w.add_sequence({cbf_test::dense_data(3, values), cbf_test::dense_data(1, values + 2)},
+                         {ElementType::kFloat, ElementType::kFloat});
+          w.finish();
+        }
+        ConvertOptions options;
+        options.to = DataFormat::kCbf;
+        options.streams = {parse_convert_stream("b")};
+        options.log = [](std::string_view) {};
+        convert_file(dir + "/data.cbf", DataFormat::kCbf, dir + "/out.cbf", options);
+        CbfOptions read;
+        read.file = dir + "/out.cbf";
+        read.trace_level = 0;
+        auto d = make_cbf_deserializer(read);
+        std::vector<SequenceInfo> infos;
+        d->sequence_infos_for_chunk(0, infos);
+        out.data = "length " + std::to_string(infos.at(0).number_of_samples) + ": " + render_all(*d);
+      });
+    };
+    c.expect = ok("length 1: 0 b=[3]");
+    add(std::move(c));
+  }
+
   add(convert("cbf_convert_legacy_round_trip", "0 |a 1 |b 3:2\n1 |a 2 |b 1:1 6:5\n", DataFormat::kCbfLegacy,
               ok("0 a=[1] b=[3:2]; 1 a=[2] b=[1:1 6:5]")));
   return cases;

@@ -226,6 +226,18 @@ TEST(CbfWriter, RejectsInvalidStreamsAndData) {
   EXPECT_EQ(w.sequences(), 0u);
 }
 
+// A scheduling length beyond the samples of every stream would make a file that the reader refuses.
+TEST(CbfWriter, RejectsALengthBeyondTheLongestStream) {
+  TempDir dir;
+  CbfWriter w(dir.file("a.bin"), {CbfWriterStream{"x", StorageFormat::kDense, ElementType::kFloat, 1}});
+  const float values[2] = {1, 2};
+  EXPECT_THROW(w.add_sequence({dense_data(2, values)}, {ElementType::kFloat}, 3), UsageError);
+  w.add_sequence({dense_data(2, values)}, {ElementType::kFloat},
+                 1);  // a shorter one is a definesMBSize choice
+  w.finish();
+  EXPECT_EQ(w.samples(), 1u);
+}
+
 TEST(CbfWriter, ConvertsValueTypes) {
   TempDir dir;
   CbfWriter w(dir.file("t.bin"), {CbfWriterStream{"x", StorageFormat::kDense, ElementType::kFloat, 2},
@@ -288,9 +300,15 @@ TEST(Convert, FailuresLeaveNoOutput) {
     FAIL() << "expected UsageError";
   } catch (const UsageError& e) {
     EXPECT_EQ(
-        std::string(e.what()),
+        e.cntk_text(),
         "Stream 'y' of sequence 0 has no sample; CTF cannot represent a stream that is empty in a sequence "
         "(CNTK's text reader rejects it).");
+    // what() adds where the sequence is in the input (its entry in chunk 0's length prefix).
+    EXPECT_NE(
+        std::string(e.what()).find("[file '" + dir.file("e.bin") +
+                                   "', byte offset 12, sequence 0] (writing '" + dir.file("e.txt") + "')"),
+        std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(dir.file("e.txt")));
   EXPECT_FALSE(std::filesystem::exists(dir.file("e.txt.partial")));

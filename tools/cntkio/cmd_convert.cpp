@@ -132,10 +132,11 @@ int run_convert_to_htk(const ConvertArgs& a, DataFormat from) {
     dense += streams[i].storage == StorageFormat::kDense;
   }
   if (wanted.empty() && dense != 1) {
-    throw UsageError("--to htk writes one dense stream and the input has " + std::to_string(dense) +
-                     "; pick one with `cntkio convert-htk --stream`.");
+    throw UsageError("--to htk writes one dense stream and the input '" + a.input + "' has " +
+                     std::to_string(dense) + "; pick one with `cntkio convert-htk --stream`.");
   }
-  if (chosen == streams.size()) throw UsageError("The input has no stream '" + wanted + "'.");
+  if (chosen == streams.size())
+    throw UsageError("The input '" + a.input + "' has no stream '" + wanted + "'.");
   HtkConvertOptions options;
   options.scp_file = a.output;
   const HtkConvertResult r = convert_to_htk(*source, chosen, options);

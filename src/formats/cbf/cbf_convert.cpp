@@ -72,16 +72,25 @@ ConvertSummary run(Deserializer& source, const std::vector<size_t>& selected, co
         data[i] = all[selected[i]];
         longest = std::max(longest, data[i].number_of_samples);
       }
-      if (ctf) {
-        std::string id = source.key_to_string(info.key);
-        if (!all_digits(id)) id = std::to_string(summary.sequences);
-        ctf->add_sequence(id, data, in_types);
-        if (info.number_of_samples != longest) ++length_differs;
-      } else {
-        cbf->add_sequence(data, in_types, info.number_of_samples);
+      // The scheduling length counts samples of the streams written: a longer one (a stream left out held
+      // them) is cut to the longest written stream, which a reader requires.
+      const uint32_t length = std::min(info.number_of_samples, longest);
+      try {
+        if (ctf) {
+          std::string id = source.key_to_string(info.key);
+          if (!all_digits(id)) id = std::to_string(summary.sequences);
+          ctf->add_sequence(id, data, in_types);
+          if (info.number_of_samples != longest) ++length_differs;
+        } else {
+          cbf->add_sequence(data, in_types, length);
+        }
+      } catch (const UsageError& e) {  // what the output cannot hold: say which input sequence it is
+        SourceLocation where = source.sequence_location(info.key);
+        if (where.sequence_key.empty()) where.sequence_key = source.key_to_string(info.key);
+        throw UsageError(e.cntk_text(), where.describe() + " (writing '" + output + "')");
       }
       ++summary.sequences;
-      summary.samples += info.number_of_samples;
+      summary.samples += ctf ? info.number_of_samples : length;
     }
     if (options.progress) options.progress(summary.sequences, total);
   }

@@ -200,6 +200,10 @@ struct CbfWriter::Impl {
       length = derived;
     } else if (length == 0) {
       length = longest;
+    } else if (length > longest) {
+      throw UsageError("Sequence " + str(sequences) + " has scheduling length " + str(length) +
+                       " but its longest stream has " + str(longest) +
+                       " samples; a CBF reader refuses a length beyond the samples a sequence holds.");
     }
     return parts;
   }
