@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -28,9 +29,10 @@ struct CliRun {
   std::string output;  // stdout and stderr
 };
 
-CliRun run(const std::string& arguments) {
+// Runs a shell command line (stderr joined to stdout).
+CliRun run_shell(const std::string& command_line) {
   CliRun r;
-  const std::string command = cli_path().string() + " " + arguments + " 2>&1";
+  const std::string command = "(" + command_line + ") 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
   std::array<char, 4096> buffer;
@@ -39,6 +41,10 @@ CliRun run(const std::string& arguments) {
   const int status = ::pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+CliRun run(const std::string& arguments) {
+  return run_shell(cli_path().string() + " " + arguments);
 }
 
 class Cli : public ::testing::Test {
@@ -269,4 +275,32 @@ TEST_F(Cli, ConvertWarnsWhenDoublesOverflowFloat) {
   EXPECT_EQ(to_float.exit_code, 0) << to_float.output;
   EXPECT_NE(to_float.output.find("warning: 2 double value(s) lie beyond float's range"), std::string::npos)
       << to_float.output;
+}
+
+// A failed conversion leaves nothing behind: no feature files, no partial SCP, no folder it created.
+TEST_F(Cli, FailedConversionsToHtkLeaveNothing) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += std::to_string(i) + " |f " + std::to_string(i) + " 1\n";
+  const std::string good = write("good.ctf", text);
+  const std::string bad = write("bad.ctf", "0 |f 1 2\n1 |f x 2\n");
+  auto contents = [this] {
+    std::set<std::string> names;
+    for (const auto& e : fs::recursive_directory_iterator(dir_)) names.insert(e.path().string());
+    return names;
+  };
+  const auto before = contents();
+  // A bad record: the folder for the feature files was left, empty.
+  for (const std::string& command :
+       {"convert-htk " + bad + " " + (dir_ / "a.scp").string() + " --stream f:2",
+        "convert " + bad + " " + (dir_ / "b.scp").string() + " --stream f:f:2:dense"}) {
+    CliRun r = run(command);
+    EXPECT_EQ(r.exit_code, 4) << command << "\n" << r.output;
+    EXPECT_EQ(contents(), before) << command;
+  }
+  // A full disk (writes past RLIMIT_FSIZE fail as they would with ENOSPC): the 300 feature files were left.
+  CliRun full = run_shell("ulimit -f 8; trap '' XFSZ; exec " + cli_path().string() + " convert " + good +
+                          " " + (dir_ / "c.scp").string() + " --stream f:f:2:dense");
+  EXPECT_EQ(full.exit_code, 5) << full.output;
+  EXPECT_NE(full.output.find("File too large"), std::string::npos) << full.output;
+  EXPECT_EQ(contents(), before);
 }

@@ -3,9 +3,6 @@
 // Unlike ctf2bin.py (spec §2.3), the chunk size is measured per chunk: a chunk is closed before the
 // sequence that would make its body exceed chunk_size_in_bytes, so every chunk but one holding a single
 // oversized sequence respects the limit.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -14,6 +11,7 @@
 
 #include "cntkio/cbf.hpp"
 #include "cntkio/errors.hpp"
+#include "core/input_file.hpp"
 #include "formats/cbf/cbf_format.hpp"
 #include "formats/cbf/output_file.hpp"
 
@@ -95,7 +93,6 @@ struct CbfWriter::Impl {
     if (legacy) {
       legacy_sparse.resize(streams.size());
       data = std::make_unique<cbf::OutputFile>(path + ".data");
-      data_path = path + ".data";
     } else {
       std::vector<unsigned char> prefix;
       put_le<uint64_t>(prefix, kCbfMagic);
@@ -103,10 +100,6 @@ struct CbfWriter::Impl {
       out.write(prefix);
     }
     start_chunk();
-  }
-
-  ~Impl() {
-    if (data_committed) ::unlink(data_path.c_str());
   }
 
   bool legacy() const { return options.layout == CbfLayout::kLegacyV1; }
@@ -347,43 +340,32 @@ struct CbfWriter::Impl {
         put_le<int32_t>(header, static_cast<int32_t>(row.samples));
       }
       out.write(header);
-      data->commit();
-      data_committed = true;
       copy_data();
     }
     out.commit();
+    data.reset();  // removes the temporary data file
     finished = true;
-    if (data_committed) {
-      ::unlink(data_path.c_str());
-      data_committed = false;
-    }
   }
 
+  // Appends the legacy chunk data, kept in a temporary file while the header was not known, to the output.
   void copy_data() {
-    const int fd = ::open(data_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw IoError("cannot open temporary file", data_path, errno);
+    data->flush();
+    const core::InputFile file = core::InputFile::open(data->partial_path(), "cannot open temporary file");
     std::vector<unsigned char> buffer(1 << 20);
-    for (;;) {
-      const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int e = errno;
-        ::close(fd);
-        throw IoError("cannot read temporary file", data_path, e);
-      }
-      if (n == 0) break;
-      out.write(buffer.data(), static_cast<size_t>(n));
+    for (uint64_t at = 0; at < data->position();) {
+      const size_t n =
+          file.read_at(at, buffer.data(), std::min<uint64_t>(buffer.size(), data->position() - at));
+      if (n == 0) throw IoError("temporary file ended early", data->partial_path(), 0);
+      out.write(buffer.data(), n);
+      at += n;
     }
-    ::close(fd);
   }
 
   std::vector<CbfWriterStream> streams;
   CbfWriterOptions options;
   cbf::OutputFile out;
   std::unique_ptr<cbf::OutputFile> data;  // legacy: chunk data, appended after the header by finish()
-  std::string data_path;
-  bool data_committed = false;
-  std::vector<uint32_t> lengths;                   // pending chunk: scheduling lengths
+  std::vector<uint32_t> lengths;          // pending chunk: scheduling lengths
   std::vector<std::vector<unsigned char>> bodies;  // pending chunk: per stream records (legacy: dense values)
   std::vector<LegacySparse> legacy_sparse;         // pending chunk, legacy sparse blocks
   uint64_t chunk_bytes = 0;

@@ -1,6 +1,7 @@
 #include "formats/cbf/output_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,9 +16,27 @@ namespace {
 constexpr size_t kBufferSize = 1 << 20;
 }
 
+void check_output_name(const std::string& path) {
+  const size_t nul = path.find('\0');
+  if (nul == std::string::npos) return;
+  throw UsageError("The output path '" + path.substr(0, nul) + "\\0" + path.substr(nul + 1) +
+                   "' holds a NUL byte at position " + std::to_string(nul) + "; a path cannot contain one.");
+}
+
 OutputFile::OutputFile(std::string path) : path_(std::move(path)), partial_(path_ + ".partial") {
+  check_output_name(path_);
   core::check_output_path(path_);
-  fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_EXCL: a file already there (another run's, or the user's) is not ours to replace or remove.
+  fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0 && errno == EEXIST) {
+    std::string unique = partial_ + ".XXXXXX";
+    fd_ = ::mkostemp(unique.data(), O_CLOEXEC);
+    if (fd_ >= 0) {
+      partial_ = std::move(unique);
+      // mkostemp creates 0600: give the mode the first-choice name gets under the usual umask.
+      ::fchmod(fd_, 0644);
+    }
+  }
   if (fd_ < 0) throw IoError("cannot create output file", partial_, errno);
   buffer_.resize(kBufferSize);
 }

@@ -1,7 +1,10 @@
 // convert_to_htk: any deserializer's dense stream -> HTK feature files + SCP (cntkio convert-htk).
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -11,6 +14,7 @@
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
 #include "core/output_path.hpp"
+#include "formats/cbf/output_file.hpp"
 #include "formats/htk/htk_file.hpp"
 
 namespace cntkio {
@@ -53,21 +57,101 @@ void for_each_sequence(Deserializer& source, size_t stream, Visit&& visit) {
   }
 }
 
-void create_folder(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw IoError("cannot create output folder", dir.string(), ec.value());
-}
+// The feature files of a conversion, written first into a fresh folder of its own inside the output folder
+// and moved to their places only once every one of them is complete. Until commit() succeeds, destroying it
+// removes that folder and every folder it created, so a failed conversion leaves nothing behind, and it
+// never removes or changes a file that was there before.
+class StagedFiles {
+ public:
+  explicit StagedFiles(fs::path dir) : dir_(std::move(dir)) {
+    create_folders(dir_);
+    std::string name = (dir_ / ".cntkio-partial-XXXXXX").string();
+    if (::mkdtemp(name.data()) == nullptr) throw IoError("cannot create a folder in", dir_.string(), errno);
+    staging_ = name;
+  }
+  ~StagedFiles() {
+    if (!committed_) roll_back();
+  }
+  StagedFiles(const StagedFiles&) = delete;
+  StagedFiles& operator=(const StagedFiles&) = delete;
+
+  /// Where to write the file that commit() moves to `dir/relative`.
+  fs::path stage(const fs::path& relative) {
+    const fs::path staged = staging_ / relative;
+    std::error_code ec;
+    fs::create_directories(staged.parent_path(), ec);
+    if (ec) throw IoError("cannot create output folder", staged.parent_path().string(), ec.value());
+    files_.push_back(relative);
+    return staged;
+  }
+
+  /// Moves every staged file into place (creating its folders), then calls `finish` (the SCP's rename).
+  void commit(const std::function<void()>& finish) {
+    // Everything that can fail without touching an existing file comes first: the folders, and targets that
+    // a file cannot replace.
+    for (const fs::path& relative : files_) {
+      const fs::path target = dir_ / relative;
+      create_folders(target.parent_path());
+      std::error_code ec;
+      if (fs::is_directory(fs::symlink_status(target, ec))) {
+        throw IoError("cannot replace a folder with a feature file", target.string(), EISDIR);
+      }
+    }
+    for (const fs::path& relative : files_) {
+      const fs::path target = dir_ / relative;
+      std::error_code ec;
+      const bool existed = fs::exists(fs::symlink_status(target, ec));
+      fs::rename(staging_ / relative, target, ec);
+      if (ec) throw IoError("cannot move a feature file into place", target.string(), ec.value());
+      if (!existed) moved_.push_back(target);
+    }
+    finish();
+    committed_ = true;
+    std::error_code ignored;
+    fs::remove_all(staging_, ignored);  // only its (now empty) folders are left
+  }
+
+ private:
+  // Creates `dir` and its missing parents, remembering which it created.
+  void create_folders(const fs::path& dir) {
+    std::vector<fs::path> missing;
+    std::error_code ec;
+    for (fs::path p = dir; !p.empty() && !fs::exists(fs::symlink_status(p, ec)); p = p.parent_path()) {
+      missing.push_back(p);
+      if (p == p.parent_path()) break;
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      const bool created = fs::create_directory(*it, ec);
+      if (ec) throw IoError("cannot create output folder", it->string(), ec.value());
+      if (created) created_.push_back(*it);  // else another process made it meanwhile: not ours
+    }
+  }
+
+  void roll_back() noexcept {
+    std::error_code ignored;
+    if (!staging_.empty()) fs::remove_all(staging_, ignored);
+    for (const fs::path& file : moved_) fs::remove(file, ignored);
+    // Newest first, and only while empty: what another process put there stays.
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) fs::remove(*it, ignored);
+  }
+
+  fs::path dir_;
+  fs::path staging_;
+  std::vector<fs::path> files_;    // relative to dir_ and to staging_
+  std::vector<fs::path> created_;  // folders this conversion created, parents first
+  std::vector<fs::path> moved_;    // files moved into place where none was before
+  bool committed_ = false;
+};
 
 void check_key(const std::string& key) {
-  bool bad = key.empty() || key.find_first_of("=\r\n") != std::string::npos ||
+  bool bad = key.empty() || key.find_first_of(std::string_view("=\r\n\0", 4)) != std::string::npos ||
              key.find("...") != std::string::npos || key.front() == '/';
   for (const auto& part : fs::path(key)) bad = bad || part == "..";
   if (bad) {
     throw UsageError(
         "Sequence key '" + key +
-        "' cannot be written to an SCP file (it is empty, absolute, or holds '=', '...', '..' or a "
-        "line break).");
+        "' cannot be written to an SCP file (it is empty, absolute, or holds '=', '...', '..', a NUL byte "
+        "or a line break).");
   }
 }
 
@@ -106,8 +190,13 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
   if (dir.string().find('[') != std::string::npos) {
     throw UsageError("The output folder '" + dir.string() + "' holds '[', which an SCP line cannot carry.");
   }
+  cbf::check_output_name(options.scp_file);
+  cbf::check_output_name(dir.string());
   core::check_output_path(options.scp_file);
-  create_folder(dir);
+  // The feature files are staged until all are written; the SCP (in a folder that may have to be created
+  // with theirs) is written next to its path and renamed into place last.
+  StagedFiles staged(dir);
+  cbf::OutputFile scp_out(options.scp_file);
 
   HtkConvertResult result;
   std::string scp;
@@ -130,6 +219,7 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
 
   if (options.archive) {
     const fs::path file = dir / "features.htk";
+    const fs::path staged_file = staged.stage("features.htk");
     std::vector<float> a, b;
     if (options.write
             .compressed) {  // one pair of A/B vectors for the whole archive: a first pass for the range
@@ -143,7 +233,7 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
       });
       htk::compression_vectors(lo, hi, a, b);
     }
-    htk::HtkWriter writer(file.string(), dim, options.write, std::move(a), std::move(b));
+    htk::HtkWriter writer(staged_file.string(), dim, options.write, std::move(a), std::move(b));
     for_each_sequence(source, stream, [&](const std::string& key, const float* frames, size_t count) {
       check_key(key);
       check_unique(key);
@@ -157,20 +247,13 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
       check_key(key);
       check_unique(key);
       const fs::path file = dir / (key + ".htk");
-      create_folder(file.parent_path());
-      write_htk_file(file.string(), frames, count, dim, options.write);
+      write_htk_file(staged.stage(key + ".htk").string(), frames, count, dim, options.write);
       add_line(key, file, 0, count);
     });
   }
-  const std::string partial = options.scp_file + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out << scp;
-    if (!out) throw IoError("cannot write SCP file", partial, errno);
-  }
-  std::error_code ec;
-  fs::rename(partial, options.scp_file, ec);
-  if (ec) throw IoError("cannot rename SCP file into place", options.scp_file, ec.value());
+  scp_out.write(scp.data(), scp.size());
+  scp_out.flush();
+  staged.commit([&scp_out] { scp_out.commit(); });
   return result;
 }
 
