@@ -200,7 +200,9 @@ Command add_convert_command(CLI::App& app) {
       "stream as "
       "HTK feature files plus an SCP list (more options: convert-htk).");
   cmd->add_option("IN", args->input, "Input file")->required();
-  cmd->add_option("OUT", args->output, "Output file (written as OUT.partial, renamed when complete)")
+  cmd->add_option("OUT", args->output,
+                  "Output file (written as OUT.partial, renamed when complete; a failed conversion leaves "
+                  "nothing behind)")
       ->required();
   cmd->add_option("--from", args->from, "Input format: ctf, cbf or cbf1 (default: detected)");
   cmd->add_option("--to", args->to, "Output format: ctf, cbf, cbf1 or htk (default: from OUT's extension)");

@@ -111,7 +111,10 @@ Command add_convert_htk_command(CLI::App& app) {
   cmd->add_option("--stream", args->stream,
                   "The dense stream: name:dim or name:dim:alias (alias = name in IN)")
       ->required();
-  cmd->add_option("--out-dir", args->output_dir, "Folder for the feature files (default: OUT.d)");
+  cmd->add_option(
+      "--out-dir", args->output_dir,
+      "Folder for the feature files (default: OUT.d; a failed conversion removes what it created and "
+      "changes nothing that was there)");
   cmd->add_flag("--archive", args->archive, "One archive file with a frame range per utterance");
   cmd->add_option("--ext", args->extension, "Extension of the logical names in the SCP")->default_val("fea");
   cmd->add_option("--kind", args->kind, "HTK base kind: user, mfcc, fbank or plp")->default_val("user");
