@@ -54,6 +54,10 @@ class Deserializer {
   /// its maxErrors (rows, samples), and sequences a key lookup cannot reach (a key held twice). Nothing by
   /// default. May run while another thread loads chunks.
   virtual void add_skips(SkipReport& report) const { (void)report; }
+  /// Throws IoError when a file whose bytes this deserializer hands out in place (a memory mapping) was cut
+  /// by another process while they were read: what was delivered since may hold zeros the file never had.
+  /// The pipeline calls it after each minibatch's values are copied. Nothing by default.
+  virtual void check_inputs_intact() const {}
   /// What this deserializer built that another one of this process, over the same unchanged data with the
   /// same options, takes instead of building it again (the CTF index). While the returned object is held,
   /// deserializers created later find it, in this process and in processes forked from it (DataLoader

@@ -545,6 +545,8 @@ py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingM
         }
       }
     }
+    // The values were copied from the chunks only now: an input cut meanwhile gave zeros it never held.
+    if (deferred != nullptr && deferred->check_inputs) deferred->check_inputs();
   }
   py::list entries;
   for (const Planned& t : plan) {

@@ -118,7 +118,15 @@ class ComposedSource final : public MinibatchSource {
   size_t current_sample_position() const override { return state_.position; }
 
   SkipReport skip_report() const override { return skips_.report(); }
-  void set_skip_sources(pipeline::SkipSources skips) { skips_ = std::move(skips); }
+  void check_inputs_intact() const {
+    for (const auto& d : skips_.deserializers) d->check_inputs_intact();
+  }
+  void set_skip_sources(pipeline::SkipSources skips) {
+    skips_ = std::move(skips);
+    packer_->set_input_check([deserializers = skips_.deserializers] {
+      for (const auto& d : deserializers) d->check_inputs_intact();
+    });
+  }
 
   bool defer_values(bool on) override { return packer_->defer_values(on); }
 
@@ -291,7 +299,15 @@ class ComposedSource final : public MinibatchSource {
 
   ReadResult read_one() {
     ReadResult r;
-    r.minibatch = packer_->read_minibatch();
+    try {
+      r.minibatch = packer_->read_minibatch();
+    } catch (const Error&) {
+      check_inputs_intact();  // zeros read past the new end of a cut file are no format error
+      throw;
+    }
+    // Values copied from a mapped file that was cut meanwhile are zeros it never held. (Deferred values are
+    // checked by whoever copies them.)
+    if (!r.minibatch.deferred_values) check_inputs_intact();
     r.after = enumerator_->state();
     r.packer_after = packer_->state();
     return r;

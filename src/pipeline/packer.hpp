@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -60,6 +61,12 @@ class Packer {
     (void)on;
     return false;
   }
+  /// What checks that the inputs whose bytes were copied are intact (Deserializer::check_inputs_intact): a
+  /// minibatch with deferred values carries it, for whoever copies them.
+  void set_input_check(std::function<void()> check) { input_check_ = std::move(check); }
+
+ protected:
+  std::function<void()> input_check_;
 };
 
 /// What a minibatch with deferred values holds (Minibatch::deferred_values): the sequences the packer
@@ -67,6 +74,8 @@ class Packer {
 struct DeferredValues {
   Sequences sequences;
   size_t bytes = 0;  ///< what packing the values would have written (for read-ahead budgets)
+  /// To call once the values are copied: throws IoError if an input was cut meanwhile (may be empty).
+  std::function<void()> check_inputs;
 };
 
 /// `local_timeline`: budgets per worker (composite reader / v2) instead of the global minibatch size.

@@ -104,6 +104,7 @@ class SequencePacker : public Packer {
       auto deferred = std::make_shared<DeferredValues>();
       deferred->sequences = std::move(sequences);
       deferred->bytes = deferred_bytes;
+      deferred->check_inputs = input_check_;
       result.deferred_values = std::move(deferred);
     }
     return result;

@@ -94,14 +94,24 @@ class CbfDeserializer final : public Deserializer {
       if (kept_[chunk_id]) return kept_[chunk_id];
     }
     ChunkPtr loaded;
-    if (header_.layout == CbfLayout::kCurrent) {
-      loaded = cbf::parse_current_chunk(context_, chunks_[chunk_id], first_sequence_[chunk_id]);
-    } else {
-      auto lengths = std::make_shared<std::vector<uint32_t>>();
-      loaded = cbf::parse_legacy_chunk(context_, chunks_[chunk_id], first_sequence_[chunk_id], *lengths);
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!legacy_lengths_[chunk_id]) legacy_lengths_[chunk_id] = std::move(lengths);
+    // A file cut since it was opened fails here, before the mapping is read past its new end; one cut while
+    // the chunk is parsed or its values copied reads zeros there, which the checks after refuse.
+    const CbfChunkHeader& chunk = header_.chunks[chunks_[chunk_id]];
+    mapping_->check_covers(chunk.offset + chunk.size);
+    try {
+      if (header_.layout == CbfLayout::kCurrent) {
+        loaded = cbf::parse_current_chunk(context_, chunks_[chunk_id], first_sequence_[chunk_id]);
+      } else {
+        auto lengths = std::make_shared<std::vector<uint32_t>>();
+        loaded = cbf::parse_legacy_chunk(context_, chunks_[chunk_id], first_sequence_[chunk_id], *lengths);
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!legacy_lengths_[chunk_id]) legacy_lengths_[chunk_id] = std::move(lengths);
+      }
+    } catch (const Error&) {
+      mapping_->check_intact();  // zeros read past a new end are no format error: say the file was cut
+      throw;
     }
+    mapping_->check_intact();
     if (options_.keep_data_in_memory) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!kept_[chunk_id]) kept_[chunk_id] = loaded;
@@ -125,6 +135,9 @@ class CbfDeserializer final : public Deserializer {
     return where;
   }
 
+  // Chunks hand out views into the mapping, which the packer copies later.
+  void check_inputs_intact() const override { mapping_->check_intact(); }
+
   const CbfHeader& header() const { return header_; }
 
  private:
@@ -139,7 +152,13 @@ class CbfDeserializer final : public Deserializer {
   void lengths_of(uint32_t chunk_id, std::vector<uint32_t>& lengths) const {
     const uint32_t index = chunks_[chunk_id];
     if (header_.layout == CbfLayout::kCurrent) {
-      cbf::read_current_lengths(context_, index, lengths);
+      try {
+        cbf::read_current_lengths(context_, index, lengths);
+      } catch (const Error&) {
+        mapping_->check_intact();
+        throw;
+      }
+      mapping_->check_intact();
       return;
     }
     // Legacy files store no lengths: the sparse row indices decide them, so the chunk is parsed once.

@@ -220,6 +220,8 @@ class CtfDeserializer final : public Deserializer {
     return where;
   }
 
+  void check_inputs_intact() const override { file_.check_intact(); }
+
   std::shared_ptr<const void> shared_index() const override { return shared_ ? index_ : nullptr; }
 
   const CtfIndexSummary& summary() const { return summary_; }
