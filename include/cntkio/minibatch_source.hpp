@@ -56,6 +56,13 @@ struct ReaderState {
   };
   std::optional<BpttSlots> bptt;  ///< set only by a truncated-BPTT reader
 
+  /// A reader with random image transforms (crop, colour, intensity): per random transform (in stream and
+  /// chain order), per minibatch position, how many 32-bit outputs its random engine has given. A restore
+  /// re-seeds every engine and discards that many outputs, so the transforms continue exactly. Unset for
+  /// readers without random transforms and in merged states (merge_reader_states: the draws of several
+  /// workers cannot be combined); a state without it restarts the engines from their seeds.
+  std::optional<std::vector<std::vector<uint64_t>>> transform_draws;
+
   /// `{"minibatchSourcePosition": N, ...}` with every field; from_json reads it back.
   std::string to_json() const;
   /// Parses to_json()'s output (also CNTK's `{"minibatchSourcePosition": N}`). Throws UsageError.

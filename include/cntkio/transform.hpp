@@ -13,9 +13,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "cntkio/errors.hpp"
 #include "cntkio/sequence.hpp"
 #include "cntkio/stream.hpp"
 
@@ -36,6 +38,17 @@ class SequenceTransformer {
   /// memory the transformer allocates; it stores whatever keeps that memory alive in `owner`.
   /// Throws cntkio errors (FormatError with the file and line of the failing item where known).
   virtual SequenceData apply(const SequenceData& input, size_t slot, std::shared_ptr<const void>& owner) = 0;
+
+  /// How many of its transforms draw random numbers (0: the transformer is deterministic).
+  virtual size_t random_transforms() const { return 0; }
+  /// Per random transform (random_transforms() entries), per slot: the outputs its random engine has given
+  /// so far. A reader checkpoint records them so that a restore continues the draws exactly.
+  virtual std::vector<std::vector<uint64_t>> random_draws() const { return {}; }
+  /// Puts every random engine where random_draws() said it was (engines not listed restart from their
+  /// seed). Throws UsageError when `draws` does not have random_transforms() entries.
+  virtual void reposition_random_draws(const std::vector<std::vector<uint64_t>>& draws) {
+    if (!draws.empty()) throw UsageError("This transformer has no random transforms to reposition.");
+  }
 };
 
 /// A transformer, shared by the deserializer that provides it and the pipeline.

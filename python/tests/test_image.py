@@ -388,3 +388,60 @@ def test_torch_items_of_transformed_images_hold_their_pixels(images, monkeypatch
             assert torch.equal(got[key], want[key]), key
     mb = images.source([T.scale(width=4, height=3, channels=3)], randomize=True).next_minibatch(4)
     assert np.array_equal(items[0]["features"].numpy(), mb["features"].asarray())
+
+
+# --------------------------------------------------------------------------------------------------------
+# Random transforms and checkpoints (cntkio: CNTK's engines were never recorded)
+
+EIGEN_XML = """<?xml version="1.0"?>
+<opencv_storage>
+<EigVal type_id="opencv-matrix"><rows>1</rows><cols>3</cols><dt>f</dt>
+  <data>0.2175 0.0188 0.0045</data></EigVal>
+<EigVec type_id="opencv-matrix"><rows>3</rows><cols>3</cols><dt>f</dt>
+  <data>-0.5675 0.7192 0.4009 -0.5808 -0.0045 -0.8140 -0.5836 -0.6948 0.4203</data></EigVec>
+</opencv_storage>
+"""
+
+
+def random_transform_source(tmp_path):
+    """Random-side crops, colour jitter and intensity noise over 8 images of different sizes, randomized."""
+    images = Images(tmp_path, count=8, sizes=[(5 + i % 3, 7 + i % 2) for i in range(8)])
+    eigen = tmp_path / "eigen.xml"
+    eigen.write_text(EIGEN_XML)
+    transforms = [T.crop(crop_type="randomside", side_ratio=(0.5, 0.9), jitter_type="uniratio"),
+                  T.scale(width=4, height=3, channels=3), T.color(0.3, 0.3, 0.3),
+                  {"type": "Intensity", "intensityStdDev": 0.1, "intensityFile": str(eigen)}]
+    return lambda: cntkio.MinibatchSource(cntkio.ImageDeserializer(str(images.map), image_streams(transforms)),
+                                          randomize=True)
+
+
+def features_of(minibatches):
+    return [mb["features"].asarray().copy() for mb in minibatches]
+
+
+def test_a_restored_source_continues_the_random_transforms_exactly(tmp_path):
+    make = random_transform_source(tmp_path)
+    run = make()
+    for _ in range(4):
+        run.next_minibatch(3)
+    checkpoint = run.get_checkpoint_state()
+    assert "transformDraws" in checkpoint
+    expected = features_of(run.next_minibatch(3) for _ in range(6))  # on into the next sweep
+
+    restored = make()
+    restored.restore_from_checkpoint(checkpoint)
+    got = features_of(restored.next_minibatch(3) for _ in range(6))
+    assert all(np.array_equal(a, b) for a, b in zip(got, expected))
+    fresh = features_of(make().next_minibatch(3) for _ in range(6))  # engines at their seeds: other pixels
+    assert not all(np.array_equal(a, b) for a, b in zip(fresh, expected))
+
+
+def test_epoch_two_of_a_fresh_source_equals_epoch_two_of_an_uninterrupted_one(tmp_path):
+    make = random_transform_source(tmp_path)
+    run = make()
+    epochs = [features_of(run.epoch_minibatches(3, epoch_index=e, epoch_size=8)) for e in range(3)]
+    fresh = features_of(make().epoch_minibatches(3, epoch_index=2, epoch_size=8))
+    assert len(fresh) == len(epochs[2]) == 3
+    assert all(np.array_equal(a, b) for a, b in zip(fresh, epochs[2]))
+    assert not all(np.array_equal(a, b) for a, b in zip(epochs[1], epochs[2]))
+

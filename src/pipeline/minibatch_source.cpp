@@ -4,13 +4,16 @@
 #include <deque>
 #include <exception>
 #include <future>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <optional>
 #include <vector>
 
 #include "cntkio/cbf.hpp"
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
+#include "core/logger.hpp"
 #include "core/text.hpp"
 #include "core/thread_pool.hpp"
 #include "pipeline/block_randomizer.hpp"
@@ -41,12 +44,14 @@ struct RandomizationSettings {
 struct ReaderSettings {
   bool prefetch = true;  // CNTK's `prefetch`: read the next minibatch while the caller works
   size_t threads = 1;    // chunk-loading threads (`loaderThreads`, default: hardware threads; 0 = none)
+  int trace_level = 1;   // `traceLevel`: 0 errors only, 1 warnings, 2 info
 };
 
 ReaderSettings reader_settings(const Config& reader) {
   ReaderSettings settings;
   settings.prefetch = reader.get_bool("prefetch", true);
   settings.threads = reader.get_uint("loaderThreads", core::ThreadPool::hardware_threads());
+  settings.trace_level = static_cast<int>(reader.get_uint("traceLevel", 1));
   return settings;
 }
 
@@ -58,7 +63,13 @@ class ComposedSource final : public MinibatchSource {
       : enumerator_(std::move(enumerator)),
         packer_(std::move(packer)),
         truncation_length_(truncation_length),
-        prefetch_(settings.prefetch) {}
+        prefetch_(settings.prefetch),
+        logger_(settings.trace_level) {
+    if (std::optional<TransformDraws> draws = enumerator_->state().transform_draws) {
+      random_transforms_ = true;
+      epoch_start_draws_[0] = std::move(*draws);
+    }
+  }
 
   ~ComposedSource() override { discard_pending(); }
 
@@ -78,7 +89,26 @@ class ComposedSource final : public MinibatchSource {
     config.epoch_index = epoch_index;
     config.allow_minibatches_to_cross_sweeps = false;
     config.truncation_length = truncation_length_;
-    begin_then_restore(config);
+    // Random transforms: epoch k starts with the engines where an uninterrupted run has them after epochs
+    // 0..k-1. Engines elsewhere (a fresh reader, epochs skipped or cut short, an earlier epoch again) are
+    // positioned before the first read (position_engines), unless a restore positions them first.
+    replay_for_epoch_.reset();
+    if (random_transforms_) {
+      auto known = epoch_start_draws_.find(epoch_index);
+      if (known == epoch_start_draws_.end() || !same_draws(current_draws(), known->second)) {
+        replay_for_epoch_ = epoch_index;
+      }
+      epoch_draws_exact_ = true;
+    }
+    const bool held = hold_prefetch_;
+    hold_prefetch_ = held || replay_for_epoch_.has_value();
+    try {
+      begin_then_restore(config);
+    } catch (...) {
+      hold_prefetch_ = held;
+      throw;
+    }
+    hold_prefetch_ = held;
     v2_mode_ = false;
     v2_started_ = false;
     apply_pending_restore();
@@ -99,9 +129,16 @@ class ComposedSource final : public MinibatchSource {
   }
 
   bool next_minibatch(Minibatch& out) override {
+    position_engines();
     while (!epoch_over_) {
       ReadResult r = next_read();
-      if (r.minibatch.end_of_epoch) epoch_over_ = true;
+      if (r.minibatch.end_of_epoch) {
+        epoch_over_ = true;
+        // The draws after a whole v1 epoch read from its start are where the next epoch starts.
+        if (!v2_mode_ && epoch_draws_exact_ && r.after.transform_draws) {
+          epoch_start_draws_[config_.epoch_index + 1] = *r.after.transform_draws;
+        }
+      }
       state_ = r.after;
       packer_state_ = std::move(r.packer_after);
       // CNTK's shim also ends the epoch on an empty minibatch in mid-epoch (possible for one worker of
@@ -170,6 +207,8 @@ class ComposedSource final : public MinibatchSource {
       } else {
         config.total_epoch_size_in_samples = max_samples_;
       }
+      replay_for_epoch_.reset();
+      epoch_draws_exact_ = false;
       begin_then_restore(config);
       v2_mode_ = true;
       v2_started_ = true;
@@ -189,9 +228,13 @@ class ComposedSource final : public MinibatchSource {
   }
 
   ReaderState state() const override {
+    // The draws of an epoch start still to be positioned are known only once they are positioned. (Objects
+    // of this class are never const: from_config creates them.)
+    if (replay_for_epoch_) const_cast<ComposedSource*>(this)->position_engines();
     ReaderState s;
     s.position = state_.position;
     s.sequence_counter = state_.sequence_counter;
+    s.transform_draws = state_.transform_draws;
     s.num_workers = config_.num_workers;
     s.worker_rank = config_.worker_rank;
     if (packer_state_.present) {
@@ -210,10 +253,18 @@ class ComposedSource final : public MinibatchSource {
       pending_restore_ = state;  // applied when reading starts (start_epoch or the first v2 read)
       return;
     }
+    if (state.transform_draws && !state.transform_draws->empty() && !random_transforms_) {
+      throw UsageError(
+          "The reader state records random transform draws, but this reader has no random "
+          "transforms (a state of another reader?).");
+    }
     discard_pending();
+    // The state positions the engines (or, without recorded draws, puts them back at their seeds).
+    replay_for_epoch_.reset();
+    epoch_draws_exact_ = state.transform_draws.has_value() && state.worker_positions.empty();
     if (restore_packer_slots(state)) return;
     pipeline::EnumeratorState target{static_cast<size_t>(state.position),
-                                     static_cast<size_t>(state.sequence_counter)};
+                                     static_cast<size_t>(state.sequence_counter), state.transform_draws};
     pipeline::DeliveredBefore delivered;
     for (uint64_t p : state.worker_positions) delivered.positions.push_back(static_cast<size_t>(p));
     enumerator_->restore(target);
@@ -244,7 +295,7 @@ class ComposedSource final : public MinibatchSource {
     pipeline::PackerState slots;
     slots.present = true;
     slots.replay_from = {static_cast<size_t>(state.bptt->position),
-                         static_cast<size_t>(state.bptt->sequence_counter)};
+                         static_cast<size_t>(state.bptt->sequence_counter), state.transform_draws};
     for (const auto& [slot, queued] : state.bptt->pulls) {
       slots.pulls.push_back({static_cast<size_t>(slot), static_cast<size_t>(queued)});
     }
@@ -259,6 +310,63 @@ class ComposedSource final : public MinibatchSource {
     epoch_over_ = false;
     schedule();
     return true;
+  }
+
+  using TransformDraws = std::vector<std::vector<uint64_t>>;
+
+  TransformDraws current_draws() const {
+    return enumerator_->state().transform_draws.value_or(TransformDraws{});
+  }
+
+  // Equal draws, an engine missing from one side counting as one that has not drawn.
+  static bool same_draws(const TransformDraws& a, const TransformDraws& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t t = 0; t < a.size(); ++t) {
+      const size_t n = std::max(a[t].size(), b[t].size());
+      for (size_t j = 0; j < n; ++j) {
+        if ((j < a[t].size() ? a[t][j] : 0) != (j < b[t].size() ? b[t][j] : 0)) return false;
+      }
+    }
+    return true;
+  }
+
+  // Puts the random engines where an uninterrupted run has them at the start of epoch replay_for_epoch_:
+  // from the latest epoch start known at or before it, the epochs in between are read again with this
+  // epoch's settings and discarded. Then starts the epoch (and its read-ahead).
+  void position_engines() {
+    if (!replay_for_epoch_) return;
+    const size_t target = *replay_for_epoch_;
+    replay_for_epoch_.reset();
+    auto known = std::prev(epoch_start_draws_.upper_bound(target));  // epoch 0 is always known
+    const size_t from = known->first;
+    enumerator_->reposition_transforms(known->second);
+    if (from < target) {
+      logger_.log(
+          core::LogLevel::kWarning,
+          "WARNING: epoch " + std::to_string(target) +
+              " has random image transforms, and this reader's random generators are not where an "
+              "uninterrupted run has them at its start (a new reader, or epochs skipped or cut short): "
+              "reading epochs " +
+              std::to_string(from) + " to " + std::to_string(target - 1) +
+              " again and discarding them to get there. This is slow; restoring a checkpoint taken in "
+              "that run avoids it.");
+    }
+    EpochConfiguration replay = config_;
+    for (size_t epoch = from; epoch < target; ++epoch) {
+      replay.epoch_index = epoch;
+      enumerator_->start_epoch(replay);
+      enumerator_->skip_delivered({});
+      packer_->set_configuration(replay);
+      while (!packer_->read_minibatch().end_of_epoch) {
+      }
+      epoch_start_draws_[epoch + 1] = current_draws();
+    }
+    if (from < target) {
+      begin(config_);  // epoch `target` from its start, with its read-ahead
+    } else {
+      state_ = enumerator_->state();
+      schedule();
+    }
   }
 
   static void check_worker(size_t rank, size_t count) {
@@ -419,6 +527,11 @@ class ComposedSource final : public MinibatchSource {
   bool v2_started_ = false;
   std::optional<ReaderState> pending_restore_;
   pipeline::SkipSources skips_;
+  core::Logger logger_;
+  bool random_transforms_ = false;  // a transform draws random numbers: the rest is about their engines
+  std::map<size_t, TransformDraws> epoch_start_draws_;  // v1: the draws at the start of epoch k
+  std::optional<size_t> replay_for_epoch_;  // start_epoch(k) found the engines elsewhere than k's start
+  bool epoch_draws_exact_ = false;          // this v1 epoch began with the engines of an uninterrupted run
 };
 
 std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<Deserializer> deserializer,

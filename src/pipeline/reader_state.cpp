@@ -25,6 +25,7 @@ std::string ReaderState::to_json() const {
     slots["cursors"] = bptt->cursors;
     j["bpttSlots"] = slots;
   }
+  if (transform_draws) j["transformDraws"] = *transform_draws;
   return j.dump();
 }
 
@@ -67,6 +68,21 @@ ReaderState ReaderState::from_json(const std::string& text) {
       }
       bptt.cursors = slots.at("cursors").get<std::vector<uint64_t>>();
       s.bptt = std::move(bptt);
+    }
+    if (j.contains("transformDraws")) {
+      const nlohmann::json& draws = j["transformDraws"];
+      if (!draws.is_array()) throw UsageError("Not a cntkio reader state: 'transformDraws' is not an array");
+      std::vector<std::vector<uint64_t>> per_transform;
+      for (const nlohmann::json& engines : draws) {
+        if (!engines.is_array()) {
+          throw UsageError("Not a cntkio reader state: 'transformDraws' holds " + engines.dump() +
+                           ", not an array of counts");
+        }
+        std::vector<uint64_t> counts;
+        for (const nlohmann::json& count : engines) counts.push_back(count_of(count, "transformDraws"));
+        per_transform.push_back(std::move(counts));
+      }
+      s.transform_draws = std::move(per_transform);
     }
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(std::string("Not a cntkio reader state: ") + e.what());

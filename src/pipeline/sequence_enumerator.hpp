@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cntkio/errors.hpp"
@@ -44,9 +46,17 @@ struct Sequences {
 
 /// Where an enumerator stands: enough to continue exactly from there.
 struct EnumeratorState {
+  EnumeratorState(size_t at = 0, size_t counter = 0,
+                  std::optional<std::vector<std::vector<uint64_t>>> draws = std::nullopt)
+      : position(at), sequence_counter(counter), transform_draws(std::move(draws)) {}
+
   size_t position = 0;  ///< global sample position of the next sequence
   size_t sequence_counter =
       0;  ///< NoRandomizer's running sequence counter (decides worker shares); 0 otherwise
+  /// A transform stage with random transforms: per random transform, per slot, the outputs its engine has
+  /// given (SequenceTransformer::random_draws). Unset elsewhere; restoring a state without it puts the
+  /// engines back at their seeds.
+  std::optional<std::vector<std::vector<uint64_t>>> transform_draws;
 };
 
 /// Elastic resume: what the workers of an earlier run (possibly a different number) had delivered. A sequence
@@ -75,6 +85,11 @@ class SequenceEnumerator {
   virtual EnumeratorState state() const { return {current_sample_position(), 0}; }
   /// Continues exactly from `state` (keeps the epoch configuration).
   virtual void restore(const EnumeratorState& state) { set_current_sample_position(state.position); }
+  /// Transform stages: puts the random engines of the transforms where `draws` (EnumeratorState's
+  /// transform_draws) says, or back at their seeds when it is unset; the position stays. Others: nothing.
+  virtual void reposition_transforms(const std::optional<std::vector<std::vector<uint64_t>>>& draws) {
+    (void)draws;
+  }
   /// Skips sequences that an earlier run's workers delivered (elastic resume); see DeliveredBefore.
   virtual void skip_delivered(const DeliveredBefore& delivered) = 0;
   /// Text form of a key (delegates to the deserializer).

@@ -1,5 +1,7 @@
 #include "pipeline/transform_stage.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <exception>
 #include <future>
 
@@ -32,7 +34,54 @@ TransformStage::TransformStage(std::shared_ptr<SequenceEnumerator> inner,
                      ".");
   }
   for (size_t i = 0; i < streams_.size(); ++i) {
-    if (transformers_[i]) streams_[i] = transformers_[i]->output_stream(streams_[i]);
+    if (transformers_[i]) {
+      streams_[i] = transformers_[i]->output_stream(streams_[i]);
+      random_transforms_ += transformers_[i]->random_transforms();
+    }
+  }
+}
+
+EnumeratorState TransformStage::state() const {
+  EnumeratorState state = inner_->state();
+  if (random_transforms_ == 0) return state;
+  std::vector<std::vector<uint64_t>> draws;
+  draws.reserve(random_transforms_);
+  for (const auto& t : transformers_) {
+    if (!t) continue;
+    for (auto& engines : t->random_draws()) draws.push_back(std::move(engines));
+  }
+  state.transform_draws = std::move(draws);
+  return state;
+}
+
+void TransformStage::restore(const EnumeratorState& state) {
+  check_draws(state.transform_draws);
+  inner_->restore(state);
+  reposition_transforms(state.transform_draws);
+}
+
+void TransformStage::check_draws(const std::optional<std::vector<std::vector<uint64_t>>>& draws) const {
+  if (draws && draws->size() != random_transforms_) {
+    throw UsageError("The reader state holds the random draws of " + std::to_string(draws->size()) +
+                     " transforms, but this reader has " + std::to_string(random_transforms_) +
+                     " random transforms (a state of another reader?).");
+  }
+}
+
+void TransformStage::reposition_transforms(const std::optional<std::vector<std::vector<uint64_t>>>& draws) {
+  check_draws(draws);
+  if (random_transforms_ == 0) return;
+  // Without recorded draws (a state of an older cntkio), the engines start again from their seeds.
+  size_t next = 0;
+  for (const auto& t : transformers_) {
+    const size_t count = t ? t->random_transforms() : 0;
+    if (count == 0) continue;
+    std::vector<std::vector<uint64_t>> own(count);
+    if (draws)
+      std::copy(draws->begin() + static_cast<std::ptrdiff_t>(next),
+                draws->begin() + static_cast<std::ptrdiff_t>(next + count), own.begin());
+    t->reposition_random_draws(own);
+    next += count;
   }
 }
 

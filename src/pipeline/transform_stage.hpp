@@ -6,6 +6,10 @@
 // in parallel (CNTK's multiThreadedDeserialization); the results are the same either way, and the first
 // failing slot's error (in slot order) is the one reported.
 //
+// The state of the stage is the inner enumerator's plus, when a transformer draws random numbers, how far
+// every random engine has gone (EnumeratorState::transform_draws); restoring it repositions the engines, so
+// a restored reader transforms exactly as the uninterrupted one.
+//
 // Thread-safety: none; one thread drives an instance (the packer's).
 #pragma once
 
@@ -34,8 +38,9 @@ class TransformStage final : public SequenceEnumerator {
   void set_current_sample_position(size_t position) override {
     inner_->set_current_sample_position(position);
   }
-  EnumeratorState state() const override { return inner_->state(); }
-  void restore(const EnumeratorState& state) override { inner_->restore(state); }
+  EnumeratorState state() const override;
+  void restore(const EnumeratorState& state) override;
+  void reposition_transforms(const std::optional<std::vector<std::vector<uint64_t>>>& draws) override;
   void skip_delivered(const DeliveredBefore& delivered) override { inner_->skip_delivered(delivered); }
   std::string key_to_string(const SequenceKey& key) const override { return inner_->key_to_string(key); }
   SourceLocation sequence_location(const SequenceKey& key) const override {
@@ -43,8 +48,12 @@ class TransformStage final : public SequenceEnumerator {
   }
 
  private:
+  // UsageError unless `draws` is unset or has one entry per random transform.
+  void check_draws(const std::optional<std::vector<std::vector<uint64_t>>>& draws) const;
+
   std::shared_ptr<SequenceEnumerator> inner_;
   std::vector<SequenceTransformerPtr> transformers_;
+  size_t random_transforms_ = 0;  // of all transformers together
   std::vector<StreamInfo> streams_;
   std::shared_ptr<core::ThreadPool> pool_;
 };

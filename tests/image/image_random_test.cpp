@@ -6,6 +6,7 @@
 #include <boost/random/bernoulli_distribution.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
 #include <boost/random/uniform_real_distribution.hpp>
+#include <vector>
 
 namespace cntkio::image {
 namespace {
@@ -74,6 +75,38 @@ TEST(ImageRandom, ReimplementedDrawsAgreeWithBoostOverManyDrawsAndRanges) {
       ASSERT_EQ(bernoulli_half(mine), boost::random::bernoulli_distribution<>()(theirs));
     }
   }
+}
+
+TEST(ImageRandom, EnginesCountTheirOutputsAndRepositionExactly) {
+  Engine e(9);
+  std::vector<uint32_t> outputs;
+  for (int i = 0; i < 1000; ++i) outputs.push_back(e());
+  EXPECT_EQ(e.draws(), 1000u);
+  Engine later(9);
+  later.reposition(600);
+  EXPECT_EQ(later.draws(), 600u);
+  EXPECT_EQ(later(), outputs[600]);
+  later.reposition(10);  // backwards: re-seeded
+  EXPECT_EQ(later(), outputs[10]);
+  // Boost's distributions draw through the counting engine: every output they take is counted.
+  Engine n(0);
+  normal_float(n, 0.1f);
+  EXPECT_GE(n.draws(), 1u);
+}
+
+TEST(ImageRandom, EngineSetsReportAndRepositionEverySlot) {
+  EngineSet engines(3);
+  engines.grow(4);
+  engines.at(0)();
+  engines.at(2)();
+  engines.at(2)();
+  EXPECT_EQ(engines.draws(), (std::vector<uint64_t>{1, 0, 2}));  // the idle last engine is left out
+  EngineSet restored(3);
+  restored.reposition(engines.draws());
+  restored.grow(4);
+  for (size_t j = 0; j < 4; ++j) EXPECT_EQ(restored.at(j)(), engines.at(j)()) << "slot " << j;
+  restored.reposition({});  // back to the seeds
+  EXPECT_EQ(restored.at(1)(), Engine(4)());
 }
 
 }  // namespace

@@ -37,6 +37,28 @@ float normal_float(Engine& engine, float sigma) {
   return distribution(engine);
 }
 
+void Engine::reposition(uint64_t draws) {
+  if (draws < draws_) {
+    engine_.seed(seed_);
+    draws_ = 0;
+  }
+  engine_.discard(draws - draws_);
+  draws_ = draws;
+}
+
+std::vector<uint64_t> EngineSet::draws() const {
+  std::vector<uint64_t> out;
+  out.reserve(engines_.size());
+  for (const Engine& e : engines_) out.push_back(e.draws());
+  while (!out.empty() && out.back() == 0) out.pop_back();
+  return out;
+}
+
+void EngineSet::reposition(const std::vector<uint64_t>& draws) {
+  grow(draws.size());
+  for (size_t j = 0; j < engines_.size(); ++j) engines_[j].reposition(j < draws.size() ? draws[j] : 0);
+}
+
 void EngineSet::grow(size_t n) {
   engines_.reserve(n);
   while (engines_.size() < n) {

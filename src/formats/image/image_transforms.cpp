@@ -41,6 +41,8 @@ class ImageTransform {
   virtual void apply(Sample& sample, size_t slot) = 0;
   virtual void update_layout(StreamLayout& layout) const { (void)layout; }
   virtual const char* name() const = 0;
+  /// The engines of a transform that can draw random numbers with its options; null for one that never does.
+  virtual EngineSet* random_engines() { return nullptr; }
 };
 
 void require_interleaved(const Sample& sample, const char* name) {
@@ -75,6 +77,7 @@ class CropTransform final : public ImageTransform {
   void start_batch(size_t batch_size) override { engines_.grow(batch_size); }
   const char* name() const override { return "Crop"; }
   void update_layout(StreamLayout& layout) const override { layout.known = false; }
+  EngineSet* random_engines() override { return draws() ? &engines_ : nullptr; }
 
   void apply(Sample& sample, size_t slot) override {
     require_interleaved(sample, name());
@@ -126,6 +129,21 @@ class CropTransform final : public ImageTransform {
   }
 
  private:
+  // Whether any image can make this crop draw (the cases of spec image.md §9.1).
+  bool draws() const {
+    if (options_.type == ImageCropOptions::Type::kRandomSide ||
+        options_.type == ImageCropOptions::Type::kRandomArea || options_.hflip) {
+      return true;
+    }
+    if (options_.crop_width > 0 && options_.crop_height > 0) return false;
+    const bool uniratio = options_.jitter_uniratio;
+    const bool ratio_drawn = uniratio && ((side_ && options_.side_ratio_min != options_.side_ratio_max) ||
+                                          (area_ && options_.area_ratio_min != options_.area_ratio_max));
+    const bool flip_drawn = options_.aspect_ratio_min != 1.0 ||
+                            (uniratio && options_.aspect_ratio_min != options_.aspect_ratio_max);
+    return ratio_drawn || flip_drawn;
+  }
+
   double jitter(Engine& engine, double lo, double hi) const {
     if (!options_.jitter_uniratio || lo == hi) return lo;
     return uniform_real(engine, lo, hi);
@@ -266,6 +284,11 @@ class ColorTransform final : public ImageTransform {
 
   void start_batch(size_t batch_size) override { engines_.grow(batch_size); }
   const char* name() const override { return "Color"; }
+  EngineSet* random_engines() override {
+    const bool draws =
+        options_.brightness_radius > 0 || options_.contrast_radius > 0 || options_.saturation_radius > 0;
+    return draws ? &engines_ : nullptr;
+  }
 
   void apply(Sample& sample, size_t slot) override {
     require_interleaved(sample, name());
@@ -349,6 +372,7 @@ class IntensityTransform final : public ImageTransform {
 
   void start_batch(size_t batch_size) override { engines_.grow(batch_size); }
   const char* name() const override { return "Intensity"; }
+  EngineSet* random_engines() override { return enabled_ ? &engines_ : nullptr; }
 
   void apply(Sample& sample, size_t slot) override {
     require_interleaved(sample, name());
@@ -530,7 +554,11 @@ class ImageStreamTransformer final : public SequenceTransformer {
  public:
   ImageStreamTransformer(std::vector<std::unique_ptr<ImageTransform>> chain, ElementType precision,
                          std::string stream_name)
-      : chain_(std::move(chain)), precision_(precision), stream_name_(std::move(stream_name)) {}
+      : chain_(std::move(chain)), precision_(precision), stream_name_(std::move(stream_name)) {
+    for (auto& t : chain_) {
+      if (EngineSet* engines = t->random_engines()) random_.push_back(engines);
+    }
+  }
 
   StreamInfo output_stream(const StreamInfo& input) const override {
     StreamLayout layout;
@@ -548,6 +576,24 @@ class ImageStreamTransformer final : public SequenceTransformer {
 
   void start_batch(size_t batch_size) override {
     for (auto& t : chain_) t->start_batch(batch_size);
+  }
+
+  size_t random_transforms() const override { return random_.size(); }
+
+  std::vector<std::vector<uint64_t>> random_draws() const override {
+    std::vector<std::vector<uint64_t>> out;
+    out.reserve(random_.size());
+    for (const EngineSet* engines : random_) out.push_back(engines->draws());
+    return out;
+  }
+
+  void reposition_random_draws(const std::vector<std::vector<uint64_t>>& draws) override {
+    if (draws.size() != random_.size()) {
+      throw UsageError("The image stream '" + stream_name_ + "' has " + std::to_string(random_.size()) +
+                       " random transforms, but the draws of " + std::to_string(draws.size()) +
+                       " were given.");
+    }
+    for (size_t i = 0; i < random_.size(); ++i) random_[i]->reposition(draws[i]);
   }
 
   SequenceData apply(const SequenceData& input, size_t slot, std::shared_ptr<const void>& owner) override {
@@ -607,6 +653,7 @@ class ImageStreamTransformer final : public SequenceTransformer {
   }
 
   std::vector<std::unique_ptr<ImageTransform>> chain_;
+  std::vector<EngineSet*> random_;  // the engines of the transforms that can draw, in chain order
   ElementType precision_;
   std::string stream_name_;
 };
