@@ -1,6 +1,9 @@
 // Catalogue: image map files (ImageDeserializer) and base64 maps (Base64ImageDeserializer), spec image.md.
 // Map errors name the map file and its line; an unreadable image names its map line when it is decoded.
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <filesystem>
 #include <opencv2/imgcodecs.hpp>
 
 #include "catalogue/catalogue.hpp"
@@ -69,6 +72,36 @@ Case image_map(std::string name, std::string map, Expect expect, bool base64_map
   return c;
 }
 
+// `c` with `setup(dir)` run first.
+Case with_setup(Case c, std::function<void(const std::string& dir)> setup) {
+  c.run = [run = c.run, setup = std::move(setup)](const std::string& dir) {
+    setup(dir);
+    return run(dir);
+  };
+  return c;
+}
+
+// Builds a deserializer with the one transform `transform(dir)` after `setup(dir)`.
+Case transform_case(std::string name, std::function<ImageTransformOptions(const std::string& dir)> transform,
+                    std::function<void(const std::string& dir)> setup, Expect expect) {
+  Case c;
+  c.name = std::move(name);
+  c.run = [transform = std::move(transform), setup = std::move(setup)](const std::string& dir) {
+    return capture(dir, [&](Outcome&) {
+      setup(dir);
+      write_png(dir, "p0.png", 0);
+      ImageOptions options;
+      options.file = write_file(dir, "map.txt", dir + "/p0.png\t0\n");
+      options.label_dim = 3;
+      options.trace_level = 0;
+      options.transforms = {transform(dir)};
+      make_image_deserializer(options);
+    });
+  };
+  c.expect = std::move(expect);
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> image_cases() {
@@ -113,12 +146,90 @@ std::vector<Case> image_cases() {
         make_image_deserializer(options);
       });
     };
-    c.expect = format_error("Could not open none.txt for reading.", "none.txt", 0, 0, std::nullopt);
+    c.expect = io_error("Could not open none.txt for reading.", "none.txt", ENOENT);
     add(std::move(c));
   }
   add(image_map("image_map_missing_zip_archive", "{dir}/none.zip@/a.png\t0\n",
-                format_error("Failed to open none.zip, zip library error: No such file", "none.zip", 0, 0,
-                             std::nullopt)));
+                io_error("Failed to open none.zip", "none.zip", ENOENT)));
+  add(with_setup(image_map("image_map_zip_archive_not_a_zip", "{dir}/fake.zip@/a.png\t0\n",
+                           format_error("Failed to open fake.zip, zip library error: Not a zip archive",
+                                        "fake.zip", 0, 0, std::nullopt)),
+                 [](const std::string& dir) { write_file(dir, "fake.zip", "not a zip archive"); }));
+  add(image_map(
+      "image_map_empty", "",
+      format_error("The input has no data: the map file lists no image.", "map.txt", 0, 0, std::nullopt)));
+
+  // ---- inputs that are not regular files: refused at once (a FIFO used to block, /dev/zero to read until
+  // memory ran out)
+  {
+    Case c;
+    c.name = "image_map_fifo_does_not_block";
+    c.run = [](const std::string& dir) {
+      return capture(dir, [&](Outcome&) {
+        ::mkfifo((dir + "/pipe.txt").c_str(), 0600);
+        ImageOptions options;
+        options.file = dir + "/pipe.txt";
+        options.label_dim = 3;
+        make_image_deserializer(options);
+      });
+    };
+    c.expect =
+        io_error("Could not open pipe.txt for reading. (it is a FIFO, not a regular file)", "pipe.txt", 0);
+    add(std::move(c));
+  }
+  {
+    Case c;
+    c.name = "base64_map_fifo_does_not_block";
+    c.run = [](const std::string& dir) {
+      return capture(dir, [&](Outcome&) {
+        ::mkfifo((dir + "/pipe.txt").c_str(), 0600);
+        ImageOptions options;
+        options.file = dir + "/pipe.txt";
+        options.base64 = true;
+        options.label_dim = 3;
+        make_image_deserializer(options);
+      });
+    };
+    c.expect =
+        io_error("Could not open 'pipe.txt' for reading. (it is a FIFO, not a regular file)", "pipe.txt", 0);
+    add(std::move(c));
+  }
+  add(with_setup(image_map("image_fifo_image_does_not_block", "{dir}/p0.png\t0\n{dir}/pipe.png\t1\n",
+                           format_error("Cannot open file 'pipe.png'", "map.txt", 2, 0, std::nullopt)),
+                 [](const std::string& dir) { ::mkfifo((dir + "/pipe.png").c_str(), 0600); }));
+  add(image_map("image_dev_zero_image_is_refused", "/dev/zero\t0\n",
+                format_error("Cannot open file '/dev/zero'", "map.txt", 1, 0, std::nullopt)));
+  add(with_setup(image_map("image_directory_as_image", "{dir}/folder\t0\n",
+                           format_error("Cannot open file 'folder'", "map.txt", 1, 0, std::nullopt)),
+                 [](const std::string& dir) { std::filesystem::create_directories(dir + "/folder"); }));
+  add(with_setup(
+      image_map("image_fifo_zip_archive_does_not_block", "{dir}/pipe.zip@/a.png\t0\n",
+                io_error("Failed to open pipe.zip (it is a FIFO, not a regular file)", "pipe.zip", 0)),
+      [](const std::string& dir) { ::mkfifo((dir + "/pipe.zip").c_str(), 0600); }));
+  auto mean_file = [](const std::string& dir) -> ImageTransformOptions {
+    return ImageMeanOptions{dir + "/pipe.xml"};
+  };
+  auto make_fifo = [](const std::string& dir) { ::mkfifo((dir + "/pipe.xml").c_str(), 0600); };
+  add(transform_case(
+      "image_mean_file_fifo_does_not_block", mean_file, make_fifo,
+      io_error("Could not open file: pipe.xml (it is a FIFO, not a regular file)", "pipe.xml", 0)));
+  add(transform_case(
+      "image_intensity_file_fifo_does_not_block",
+      [](const std::string& dir) -> ImageTransformOptions {
+        return ImageIntensityOptions{0.1, dir + "/pipe.xml", 0};
+      },
+      make_fifo,
+      io_error("Could not open file: pipe.xml (it is a FIFO, not a regular file)", "pipe.xml", 0)));
+  add(transform_case(
+      "image_mean_file_is_a_directory", mean_file,
+      [](const std::string& dir) { std::filesystem::create_directories(dir + "/pipe.xml"); },
+      io_error("Could not open file: pipe.xml (it is a directory)", "pipe.xml", EISDIR)));
+  add(transform_case(
+      "image_mean_file_dev_zero_is_refused",
+      [](const std::string&) -> ImageTransformOptions { return ImageMeanOptions{"/dev/zero"}; },
+      [](const std::string&) {},
+      io_error("Could not open file: /dev/zero (it is a device, not a regular file)", "/dev/zero", 0)));
+
   add(image_map("base64_map_reads", "1\t{png}\n2\t{png}\n", ok("1:40 2:40 "), true));
   add(image_map(
       "base64_map_label_beyond_label_dim", "3\t{png}\n",

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <opencv2/imgcodecs.hpp>
@@ -170,8 +171,15 @@ TEST_F(ImageDeserializerTest, MapErrorsNameFileAndLine) {
   e = format_error([&] { make_image_deserializer(options(key)); });
   EXPECT_EQ(e.location().line, 1u);
 
-  e = format_error([&] { make_image_deserializer(options((dir_ / "none.txt").string())); });
-  EXPECT_EQ(e.cntk_text(), "Could not open " + (dir_ / "none.txt").string() + " for reading.");
+  const std::string none = (dir_ / "none.txt").string();
+  try {
+    make_image_deserializer(options(none));
+    FAIL() << "a missing map file must fail";
+  } catch (const IoError& io) {
+    EXPECT_EQ(io.path(), none);
+    EXPECT_EQ(io.error_number(), ENOENT);
+    EXPECT_EQ(std::string(io.what()).rfind("Could not open " + none + " for reading.", 0), 0u);
+  }
 }
 
 TEST_F(ImageDeserializerTest, MissingAndCorruptImagesFailWhenReadWithTheirLine) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <opencv2/core.hpp>
 #include <random>
 #include <string>
@@ -401,7 +402,17 @@ TEST(ImageTransforms, IntensityFileErrors) {
   try {
     Runner r({o});
     FAIL();
-  } catch (const Error& e) {
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.cntk_text(),
+              "Could not open file: " + o.file + " '" + o.file + "': No such file or directory");
+    EXPECT_EQ(e.path(), o.file);
+  }
+  o.file = (temp_dir() / "not_storage.xml").string();
+  std::ofstream(o.file) << "this is not an OpenCV storage";
+  try {
+    Runner r({o});
+    FAIL();
+  } catch (const FormatError& e) {
     EXPECT_EQ(e.cntk_text(), "Could not open file: " + o.file);
   }
   o.file = (temp_dir() / "bad_eig.xml").string();

@@ -2,10 +2,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <fstream>
-#include <iostream>
 #include <map>
-#include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "cntkio/errors.hpp"
@@ -151,6 +149,9 @@ class ImageMapDeserializer final : public Deserializer, public TransformProvider
   explicit ImageMapDeserializer(const ImageOptions& options) : common_(std::make_shared<Common>()) {
     init_common(*common_, options);
     read_map();
+    if (sequences_.empty()) {
+      throw FormatError("The input has no data: the map file lists no image.", at_file(options.file));
+    }
     resolve_archives();
   }
 
@@ -218,14 +219,18 @@ class ImageMapDeserializer final : public Deserializer, public TransformProvider
   // CNTK's map-file rules (§3.1, §3.2).
   void read_map() {
     const std::string& map = common_->options.file;
-    std::ifstream in(map, std::ios::binary);
-    if (!in) throw FormatError("Could not open " + map + " for reading.", at_file(map));
+    const core::MappedFile file(map, "Could not open " + map + " for reading.");
+    const std::string_view text = file.view();
     const size_t separator = map.find_last_of("/\\");
     const std::string map_dir = separator == std::string::npos ? map : map.substr(0, separator);
     const uint32_t copies = common_->options.multi_view ? 10 : 1;
     auto& sources = common_->sources->sources();
-    std::string line;
-    for (uint64_t index = 0; std::getline(in, line); ++index) {
+    // std::getline's lines: split at LF, no empty line after a final LF.
+    size_t line_start = 0;
+    for (uint64_t index = 0; line_start < text.size(); ++index) {
+      const size_t line_end = std::min(text.find('\n', line_start), text.size());
+      const std::string line(text.substr(line_start, line_end - line_start));
+      line_start = line_end + 1;
       std::string fields[3];
       int read = 0;
       size_t pos = 0;
@@ -296,6 +301,7 @@ class ImageMapDeserializer final : public Deserializer, public TransformProvider
         sequences_.push_back(Sequence{key, source_index, copy, static_cast<int32_t>(label)});
       }
     }
+    file.check_intact();
   }
 
   // Zip entries are resolved once, when the reader is built (§3.3).
@@ -383,11 +389,7 @@ class Base64ImageDeserializer final : public Deserializer, public TransformProvi
   explicit Base64ImageDeserializer(const ImageOptions& options) : common_(std::make_shared<Common>()) {
     init_common(*common_, options);
     const std::string& path = options.file;
-    {
-      std::ifstream probe(path, std::ios::binary);
-      if (!probe) throw FormatError("Could not open '" + path + "' for reading.", at_file(path));
-    }
-    file_ = std::make_unique<core::MappedFile>(path);
+    file_ = std::make_unique<core::MappedFile>(path, "Could not open '" + path + "' for reading.");
     if (file_->size() == 0) {
       throw FormatError("Could not read the file '" + path + "'.", at_file(path));
     }
@@ -441,6 +443,7 @@ class Base64ImageDeserializer final : public Deserializer, public TransformProvi
         items.back().image.copy_id = static_cast<uint32_t>(copy);
       }
     }
+    file_->check_intact();
     return std::make_shared<Base64Chunk>(common_, std::move(items));
   }
 
@@ -561,6 +564,7 @@ class Base64ImageDeserializer final : public Deserializer, public TransformProvi
       }
       pos = next;
     }
+    file_->check_intact();
   }
 
   // Parses one sequence when its chunk is loaded (§4.3). Searches run on through the following lines, as in

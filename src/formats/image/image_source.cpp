@@ -2,11 +2,12 @@
 
 #include <turbojpeg.h>
 
-#include <cstdio>
+#include <climits>
 #include <cstring>
 #include <opencv2/imgcodecs.hpp>
 
 #include "cntkio/errors.hpp"
+#include "core/input_file.hpp"
 
 namespace cntkio::image {
 namespace {
@@ -107,18 +108,6 @@ bool turbo_decode(const unsigned char* data, size_t size, bool grayscale, cv::Ma
   return true;
 }
 
-bool read_whole_file(const std::string& path, std::vector<unsigned char>& bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
-  bytes.clear();
-  unsigned char buffer[1 << 16];
-  size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.insert(bytes.end(), buffer, buffer + got);
-  const bool ok = std::ferror(f) == 0;
-  std::fclose(f);
-  return ok;
-}
-
 }  // namespace
 
 bool decode_jpeg_fast(const unsigned char* data, size_t size, bool grayscale, bool apply_orientation,
@@ -133,43 +122,45 @@ int decode_flags(bool grayscale, bool in_memory) {
   return flags;
 }
 
-cv::Mat decode_bytes(const unsigned char* data, size_t size, bool grayscale) {
+cv::Mat decode_image(const unsigned char* data, size_t size, bool grayscale, bool apply_orientation) {
   if (size == 0) return {};
-  cv::Mat fast;
-  if (decode_jpeg_fast(data, size, grayscale, false, fast)) return fast;
+  cv::Mat image;
+  if (decode_jpeg_fast(data, size, grayscale, apply_orientation, image)) return image;
+  if (size > static_cast<size_t>(INT_MAX)) return {};  // more than OpenCV decodes
   const cv::Mat buffer(1, static_cast<int>(size), CV_8UC1, const_cast<unsigned char*>(data));
   try {
-    return cv::imdecode(buffer, decode_flags(grayscale, true));
+    return cv::imdecode(buffer, decode_flags(grayscale, !apply_orientation));
   } catch (const cv::Exception&) {
     return {};
   }
 }
 
+cv::Mat decode_bytes(const unsigned char* data, size_t size, bool grayscale) {
+  return decode_image(data, size, grayscale, false);
+}
+
 cv::Mat ImageSourceSet::decode(size_t index) const {
   const ImageSource& source = sources_[index];
+  SourceLocation where;
+  where.file = map_file_;
+  where.line = source.line + 1;
+  const std::string cannot_open = "Cannot open file '" + source.path_as_written + "'";
   cv::Mat image;
-  try {
-    if (source.archive < 0) {
-      // (checked first so that OpenCV does not log its own warning for a missing file)
-      std::vector<unsigned char> bytes;
-      // (a file that cannot be read is not handed to OpenCV, which would log its own warning)
-      if (read_whole_file(source.path, bytes) &&
-          !decode_jpeg_fast(bytes.data(), bytes.size(), grayscale_, true, image)) {
-        image = cv::imread(source.path, decode_flags(grayscale_, false));
-      }
-    } else {
-      std::vector<unsigned char> bytes = archives_[static_cast<size_t>(source.archive)]->read(source.entry);
-      image = decode_bytes(bytes.data(), bytes.size(), grayscale_);
+  if (source.archive < 0) {
+    std::vector<unsigned char> bytes;
+    try {
+      const core::InputFile file = core::InputFile::open(source.path, "cannot open image file");
+      const std::string content = file.read_all();
+      bytes.assign(content.begin(), content.end());
+    } catch (const Error& e) {  // missing, not a regular file, unreadable
+      throw FormatError(cannot_open, where, "(" + std::string(e.what()) + ")");
     }
-  } catch (const cv::Exception&) {
-    image.release();
+    image = decode_image(bytes.data(), bytes.size(), grayscale_, true);
+  } else {
+    std::vector<unsigned char> bytes = archives_[static_cast<size_t>(source.archive)]->read(source.entry);
+    image = decode_image(bytes.data(), bytes.size(), grayscale_, false);
   }
-  if (image.empty()) {
-    SourceLocation where;
-    where.file = map_file_;
-    where.line = source.line + 1;
-    throw FormatError("Cannot open file '" + source.path_as_written + "'", where);
-  }
+  if (image.empty()) throw FormatError(cannot_open, where);
   return image;
 }
 

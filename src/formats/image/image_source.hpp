@@ -1,8 +1,10 @@
 // Where the images of a deserializer come from, and how they are decoded (spec image.md §3–§5).
 //
-// ImageSourceSet holds, per map line, the file path or zip entry of its image and decodes it on demand:
-// files with cv::imread (which applies EXIF orientation, as CNTK's OpenCV 3.1 did), zip entries and base64
-// data with cv::imdecode and IMREAD_IGNORE_ORIENTATION (CNTK's imdecode did not rotate).
+// ImageSourceSet holds, per map line, the file path or zip entry of its image and decodes it on demand. Files
+// are read through core::InputFile (regular files only: a FIFO, device or directory is refused instead of
+// waited on or read without end) and decoded from memory with EXIF orientation applied, as CNTK's imread
+// did; zip entries and base64 data are decoded with IMREAD_IGNORE_ORIENTATION (CNTK's imdecode did not
+// rotate).
 //
 // YCbCr and gray JPEGs go through libjpeg-turbo directly where that gives OpenCV's pixels exactly (it skips
 // OpenCV's own colour-order pass); everything else goes to OpenCV.
@@ -44,6 +46,10 @@ int decode_flags(bool grayscale, bool in_memory);
 bool decode_jpeg_fast(const unsigned char* data, size_t size, bool grayscale, bool apply_orientation,
                       cv::Mat& out);
 
+/// Decodes image bytes: 8-bit BGR (or gray), HWC. `apply_orientation` for files (CNTK's imread rotated by
+/// EXIF orientation), false for in-memory data (zip, base64). An empty Mat if OpenCV cannot.
+cv::Mat decode_image(const unsigned char* data, size_t size, bool grayscale, bool apply_orientation);
+
 /// Decodes in-memory image bytes (zip, base64); an empty Mat if OpenCV cannot.
 cv::Mat decode_bytes(const unsigned char* data, size_t size, bool grayscale);
 
@@ -58,7 +64,7 @@ class ImageSourceSet {
   std::vector<std::unique_ptr<ZipArchive>>& archives() { return archives_; }
 
   /// Decodes source `index`: 8-bit BGR (or gray), HWC. Throws FormatError "Cannot open file '<path>'"
-  /// located at its map line when the file is missing, unreadable or not an image.
+  /// located at its map line when the file is missing, not a regular file, unreadable or not an image.
   cv::Mat decode(size_t index) const;
 
  private:

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <optional>
 
 #include "cntkio/errors.hpp"
+#include "core/input_file.hpp"
 #include "formats/image/image_random.hpp"
 #include "formats/image/image_source.hpp"
 
@@ -62,6 +62,25 @@ void to_float(cv::Mat& mat, ElementType precision) {
   } else if (!mat.isContinuous()) {
     mat = mat.clone();
   }
+}
+
+// An OpenCV FileStorage (XML, YAML or JSON) parsed from the bytes of `path`, read through core::InputFile
+// (OpenCV is never handed the path: a FIFO would block it). IoError "Could not open file: <path>" when the
+// file cannot be read; FormatError with the same text when OpenCV cannot parse it.
+cv::FileStorage open_storage(const std::string& path) {
+  const std::string open_failure = "Could not open file: " + path;
+  const std::string content = core::read_input_file(path, open_failure);
+  cv::FileStorage storage;
+  try {
+    storage.open(content, cv::FileStorage::READ | cv::FileStorage::MEMORY);
+  } catch (const cv::Exception&) {
+  }
+  if (!storage.isOpened()) {
+    SourceLocation where;
+    where.file = path;
+    throw FormatError(open_failure, where);
+  }
+  return storage;
 }
 
 // ---------------------------------------------------------------------------------------------------- Crop
@@ -350,13 +369,7 @@ class IntensityTransform final : public ImageTransform {
     if (!enabled_) return;
     SourceLocation where;
     where.file = options_.file;
-    cv::FileStorage storage;
-    try {
-      // (a missing file is not handed to OpenCV, which would log its own error)
-      if (std::ifstream(options_.file).good()) storage.open(options_.file, cv::FileStorage::READ);
-    } catch (const cv::Exception&) {
-    }
-    if (!storage.isOpened()) throw FormatError("Could not open file: " + options_.file, where);
+    cv::FileStorage storage = open_storage(options_.file);
     cv::Mat values, vectors;
     storage["EigVal"] >> values;
     if (values.rows != 1 || values.cols != 3 || values.channels() != 1) {
@@ -426,12 +439,7 @@ class MeanTransform final : public ImageTransform {
     if (options.file.empty()) return;
     SourceLocation where;
     where.file = options.file;
-    cv::FileStorage storage;
-    try {
-      if (std::ifstream(options.file).good()) storage.open(options.file, cv::FileStorage::READ);
-    } catch (const cv::Exception&) {
-    }
-    if (!storage.isOpened()) throw FormatError("Could not open file: " + options.file, where);
+    cv::FileStorage storage = open_storage(options.file);
     int channels = 0, rows = 0, cols = 0;
     storage["Channel"] >> channels;
     storage["Row"] >> rows;

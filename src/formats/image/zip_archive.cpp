@@ -2,43 +2,120 @@
 
 #include <zip.h>
 
-#include "cntkio/errors.hpp"
+#include <algorithm>
+
+#include "core/input_file.hpp"
 
 namespace cntkio::image {
 namespace {
 
-zip* open_archive(const std::string& path) {
-  int code = 0;
-  zip* handle = zip_open(path.c_str(), ZIP_RDONLY, &code);
-  if (handle == nullptr) {
-    zip_error_t error;
-    zip_error_init_with_code(&error, code);
-    std::string message = zip_error_strerror(&error);
-    zip_error_fini(&error);
-    SourceLocation where;
-    where.file = path;
-    throw FormatError("Failed to open " + path + ", zip library error: " + message, where);
+// A seekable libzip source over an open InputFile: each libzip handle gets its own (with its own offset),
+// all of them reading the one file with positional reads.
+struct FileSource {
+  std::shared_ptr<const core::InputFile> file;
+  uint64_t offset = 0;
+  zip_error_t error{};
+};
+
+zip_int64_t file_source_callback(void* user, void* data, zip_uint64_t length, zip_source_cmd_t command) {
+  auto* source = static_cast<FileSource*>(user);
+  switch (command) {
+    case ZIP_SOURCE_OPEN:
+      source->offset = 0;
+      return 0;
+    case ZIP_SOURCE_READ: {
+      const uint64_t size = source->file->size();
+      if (source->offset >= size) return 0;
+      const uint64_t n = std::min<uint64_t>(length, size - source->offset);
+      try {
+        const size_t got = source->file->read_at(source->offset, data, static_cast<size_t>(n));
+        source->offset += got;
+        return static_cast<zip_int64_t>(got);
+      } catch (const IoError& e) {
+        zip_error_set(&source->error, ZIP_ER_READ, e.error_number());
+        return -1;
+      }
+    }
+    case ZIP_SOURCE_CLOSE:
+      return 0;
+    case ZIP_SOURCE_STAT: {
+      auto* stat = static_cast<zip_stat_t*>(data);
+      zip_stat_init(stat);
+      stat->size = source->file->size();
+      stat->valid |= ZIP_STAT_SIZE;
+      return sizeof(zip_stat_t);
+    }
+    case ZIP_SOURCE_ERROR:
+      return zip_error_to_data(&source->error, data, length);
+    case ZIP_SOURCE_FREE:
+      zip_error_fini(&source->error);
+      delete source;
+      return 0;
+    case ZIP_SOURCE_SEEK: {
+      const zip_int64_t offset =
+          zip_source_seek_compute_offset(source->offset, source->file->size(), data, length, &source->error);
+      if (offset < 0) return -1;
+      source->offset = static_cast<uint64_t>(offset);
+      return 0;
+    }
+    case ZIP_SOURCE_TELL:
+      return static_cast<zip_int64_t>(source->offset);
+    case ZIP_SOURCE_SUPPORTS:
+      return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE,
+                                            ZIP_SOURCE_STAT, ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE,
+                                            ZIP_SOURCE_SEEK, ZIP_SOURCE_TELL, ZIP_SOURCE_SUPPORTS, -1);
+    default:
+      zip_error_set(&source->error, ZIP_ER_OPNOTSUPP, 0);
+      return -1;
   }
-  return handle;
+}
+
+[[noreturn]] void throw_libzip_failure(const std::string& path, zip_error_t& error) {
+  std::string message = zip_error_strerror(&error);
+  zip_error_fini(&error);
+  SourceLocation where;
+  where.file = path;
+  throw FormatError("Failed to open " + path + ", zip library error: " + message, where);
 }
 
 }  // namespace
 
 ZipArchive::ZipArchive(std::string path) : path_(std::move(path)) {
-  zip* handle = open_archive(path_);
+  file_ = std::make_shared<const core::InputFile>(core::InputFile::open(path_, "Failed to open " + path_));
+  zip* handle = open_handle();
   const zip_int64_t count = zip_get_num_entries(handle, 0);
   for (zip_int64_t i = 0; i < count; ++i) {
     zip_stat_t stat;
     zip_stat_init(&stat);
     if (zip_stat_index(handle, static_cast<zip_uint64_t>(i), 0, &stat) != 0) continue;
     if ((stat.valid & ZIP_STAT_NAME) == 0 || (stat.valid & ZIP_STAT_SIZE) == 0) continue;
-    entries_.emplace(stat.name, Entry{static_cast<uint64_t>(i), static_cast<uint64_t>(stat.size)});
+    entries_.emplace(stat.name, Entry{static_cast<uint64_t>(i), static_cast<uint64_t>(stat.size), stat.name});
   }
   pool_.push_back(handle);
 }
 
 ZipArchive::~ZipArchive() {
   for (zip* handle : pool_) zip_discard(handle);
+}
+
+zip* ZipArchive::open_handle() const {
+  zip_error_t error;
+  zip_error_init(&error);
+  auto* state = new FileSource{file_, 0, {}};
+  zip_error_init(&state->error);
+  zip_source_t* source = zip_source_function_create(file_source_callback, state, &error);
+  if (source == nullptr) {
+    zip_error_fini(&state->error);
+    delete state;
+    throw_libzip_failure(path_, error);
+  }
+  zip* handle = zip_open_from_source(source, ZIP_RDONLY, &error);
+  if (handle == nullptr) {
+    zip_source_free(source);  // frees `state` too
+    throw_libzip_failure(path_, error);
+  }
+  zip_error_fini(&error);
+  return handle;
 }
 
 zip* ZipArchive::acquire() const {
@@ -50,7 +127,7 @@ zip* ZipArchive::acquire() const {
       return handle;
     }
   }
-  return open_archive(path_);
+  return open_handle();
 }
 
 void ZipArchive::release(zip* handle) const {
@@ -76,10 +153,11 @@ std::vector<unsigned char> ZipArchive::read(const Entry& entry) const {
   }
   release(handle);
   if (!failure.empty()) {
-    SourceLocation where;
-    where.file = path_;
-    throw FormatError("Cannot read entry " + std::to_string(entry.index) + " of " + path_ + ": " + failure,
-                      where);
+    SourceLocation at_archive;
+    at_archive.file = path_;
+    throw FormatError("Cannot read entry " + std::to_string(entry.index) + " ('" + entry.name + "') of " +
+                          path_ + ": " + failure,
+                      at_archive);
   }
   return bytes;
 }

@@ -1,18 +1,27 @@
 // Read-only access to the entries of a zip archive through libzip (CNTK's ZipByteReader, spec image.md §3.3).
 //
-// Entry names are matched exactly (case-sensitive, '/'-separated) once, when the archive is indexed; reads
-// then go by entry index. Open libzip handles are pooled, so reads from several threads do not share one.
+// The archive is opened through core::InputFile (a FIFO, device or directory is refused) and libzip reads it
+// through a source over that file, never by path. Entry names are matched exactly (case-sensitive,
+// '/'-separated) once, when the archive is indexed; reads then go by entry index. Open libzip handles are
+// pooled, so reads from several threads do not share one.
 //
 // Thread-safety: read() may be called concurrently.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "cntkio/errors.hpp"
+
 struct zip;
+
+namespace cntkio::core {
+class InputFile;
+}
 
 namespace cntkio::image {
 
@@ -20,10 +29,12 @@ class ZipArchive {
  public:
   struct Entry {
     uint64_t index = 0;
-    uint64_t size = 0;
+    uint64_t size = 0;  ///< uncompressed size, as the archive's directory declares it
+    std::string name;
   };
 
-  /// Opens `path`; throws Error "Failed to open <path>, zip library error: <message>".
+  /// Opens `path`: IoError "Failed to open <path>" when it cannot be opened or is not a regular file,
+  /// FormatError "Failed to open <path>, zip library error: <message>" when libzip cannot read it.
   explicit ZipArchive(std::string path);
   ~ZipArchive();
   ZipArchive(const ZipArchive&) = delete;
@@ -32,14 +43,16 @@ class ZipArchive {
   const std::string& path() const { return path_; }
   /// Every entry of the archive by exact name.
   const std::map<std::string, Entry>& entries() const { return entries_; }
-  /// The uncompressed bytes of `entry`. Throws Error if libzip fails or the size differs.
+  /// The uncompressed bytes of `entry`. Throws FormatError if libzip fails or the size differs.
   std::vector<unsigned char> read(const Entry& entry) const;
 
  private:
+  zip* open_handle() const;
   zip* acquire() const;
   void release(zip* handle) const;
 
   std::string path_;
+  std::shared_ptr<const core::InputFile> file_;
   std::map<std::string, Entry> entries_;
   mutable std::mutex mutex_;
   mutable std::vector<zip*> pool_;
