@@ -114,7 +114,13 @@ struct ImageOptions {
   ElementType element_type = ElementType::kFloat;  ///< [precision] float
   std::vector<ImageTransformOptions> transforms;   ///< applied in order, then a cast to element_type
   uint64_t chunk_size_in_bytes = 32ull << 20;      ///< Base64 only: text per chunk
-  int trace_level = 1;                             ///< 0 errors, 1 warnings, 2 info [traceLevel/verbosity]
+  /// Largest width x height an image may declare [maxImagePixels] 2^28 (268 435 456: 16384 x 16384).
+  /// Checked from the image's header before anything is decoded; more is a FormatError.
+  uint64_t max_image_pixels = uint64_t{1} << 28;
+  /// Largest image in bytes [maxImageBytes] 2^30 (1 GiB): decoded (width x height x channels x bytes per
+  /// sample of the file's encoding), and as an encoded file or (inflated) zip entry. More is a FormatError.
+  uint64_t max_image_bytes = uint64_t{1} << 30;
+  int trace_level = 1;  ///< 0 errors, 1 warnings, 2 info [traceLevel/verbosity]
   /// Sequence keys shared with the other deserializers of a reader; null = numeric ids.
   KeyTablePtr keys;
   /// Receives warnings (without newline); default: stderr.

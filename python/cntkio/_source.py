@@ -320,7 +320,7 @@ def _transform_text(transform, what):
     return "[ %s ]" % " ; ".join(fields)
 
 
-def _image_deserializer(type_name, filename, streams):
+def _image_deserializer(type_name, filename, streams, max_image_pixels=None, max_image_bytes=None):
     image_stream = None
     label_stream = "_ignore_labels_" + uuid.uuid1().hex  # cntk.io's hidden label stream when none is given
     label_dim = 2
@@ -348,10 +348,14 @@ def _image_deserializer(type_name, filename, streams):
                                                      "\n:\n".join(blocks)),
               "%s = [ labelDim = %d ]" % (_config_name(label_stream, "%s: stream name" % type_name), label_dim)]
     records = ["file = %s" % _path_text(filename, "%s: filename" % type_name), "input = [\n%s\n]" % "\n".join(inputs)]
+    if max_image_pixels is not None:
+        records.append("maxImagePixels = %d" % _count(max_image_pixels, "%s: max_image_pixels" % type_name, False))
+    if max_image_bytes is not None:
+        records.append("maxImageBytes = %d" % _count(max_image_bytes, "%s: max_image_bytes" % type_name, False))
     return _Deserializer(type_name, "ImageReader", records, {})
 
 
-def ImageDeserializer(filename, streams):
+def ImageDeserializer(filename, streams, *, max_image_pixels=None, max_image_bytes=None):
     """The image deserializer for the map file ``filename`` (lines ``path<TAB>label`` or
     ``key<TAB>path<TAB>label``; ``archive.zip@/entry`` names a zip entry; a leading ``...`` is the map file's
     folder).
@@ -361,16 +365,20 @@ def ImageDeserializer(filename, streams):
     BGR, 0..255) and ``StreamDef(field='label', shape=number of classes)`` for sparse one-hot labels. Without
     a label stream cntk.io adds a hidden one with 2 classes, so every label in the map file must then be 0 or
     1. With randomization and no other deserializer, CNTK reads images in frame mode.
+
+    ``max_image_pixels`` / ``max_image_bytes`` (cntkio extension; None: 2**28 pixels, 2**30 bytes) limit what
+    one image may declare in its header (width x height; decoded bytes) and the size of an image file or zip
+    entry; an image beyond them is an error naming it, raised before anything is decoded.
     """
     _distinct_names(streams, "ImageDeserializer")
-    return _image_deserializer("ImageDeserializer", filename, streams)
+    return _image_deserializer("ImageDeserializer", filename, streams, max_image_pixels, max_image_bytes)
 
 
-def Base64ImageDeserializer(filename, streams):
-    """The base64 image deserializer: lines ``[key<TAB>]label<TAB>base64 image`` in ``filename``; streams as
-    for ImageDeserializer."""
+def Base64ImageDeserializer(filename, streams, *, max_image_pixels=None, max_image_bytes=None):
+    """The base64 image deserializer: lines ``[key<TAB>]label<TAB>base64 image`` in ``filename``; streams and
+    limits as for ImageDeserializer."""
     _distinct_names(streams, "Base64ImageDeserializer")
-    return _image_deserializer("Base64ImageDeserializer", filename, streams)
+    return _image_deserializer("Base64ImageDeserializer", filename, streams, max_image_pixels, max_image_bytes)
 
 
 def _reader_config_text(deserializers, randomization_window_in_chunks, randomization_window_in_samples,

@@ -445,3 +445,14 @@ def test_epoch_two_of_a_fresh_source_equals_epoch_two_of_an_uninterrupted_one(tm
     assert all(np.array_equal(a, b) for a, b in zip(fresh, epochs[2]))
     assert not all(np.array_equal(a, b) for a, b in zip(epochs[1], epochs[2]))
 
+
+def test_image_size_limits_are_deserializer_keywords(images):
+    d = cntkio.ImageDeserializer(str(images.map), image_streams([]), max_image_pixels=H * W - 1)
+    assert "maxImagePixels = %d" % (H * W - 1) in d.config_text()
+    with pytest.raises(cntkio.FormatError, match=r"declares 7 x 5 pixels \(PNG\), more than maxImagePixels = 34"):
+        read_all(cntkio.MinibatchSource(d, randomize=False, max_sweeps=1))
+    d = cntkio.Base64ImageDeserializer(str(images.base64_map), image_streams([]), max_image_bytes=H * W * 3 - 1)
+    with pytest.raises(cntkio.FormatError, match="105 bytes decoded, more than maxImageBytes = 104"):
+        read_all(cntkio.MinibatchSource(d, randomize=False, max_sweeps=1))
+    with pytest.raises(ValueError, match="max_image_bytes"):
+        cntkio.ImageDeserializer("map.txt", image_streams([]), max_image_bytes=0)

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <opencv2/imgcodecs.hpp>
+#include <optional>
 
 #include "catalogue/catalogue.hpp"
 #include "cntkio/image.hpp"
@@ -19,10 +20,109 @@ void write_png(const std::string& dir, const std::string& name, int shade) {
   cv::imwrite(dir + "/" + name, cv::Mat(2, 3, CV_8UC3, cv::Scalar(shade, shade, shade)));
 }
 
-std::string png_base64(int shade) {
+std::string png_of(int shade) {
   std::vector<unsigned char> bytes;
   cv::imencode(".png", cv::Mat(2, 3, CV_8UC3, cv::Scalar(shade, shade, shade)), bytes);
-  return testing_support::base64(bytes);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::string png_base64(int shade) {
+  const std::string png = png_of(shade);
+  return testing_support::base64(std::vector<unsigned char>(png.begin(), png.end()));
+}
+
+uint32_t crc32(const std::string& bytes) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char byte : bytes) {
+    crc ^= byte;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+void put_be32(std::string& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xFF));
+}
+void put_le(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+// A real 8x8 JPEG whose frame header is changed to declare `width` x `height` (a few hundred bytes).
+std::string jpeg_declaring(uint16_t width, uint16_t height) {
+  std::vector<unsigned char> bytes;
+  cv::imencode(".jpg", cv::Mat(8, 8, CV_8UC3, cv::Scalar(1, 2, 3)), bytes);
+  for (size_t p = 2; p + 9 < bytes.size(); ++p) {
+    if (bytes[p] == 0xFF && bytes[p + 1] == 0xC0) {
+      bytes[p + 5] = static_cast<unsigned char>(height >> 8);
+      bytes[p + 6] = static_cast<unsigned char>(height & 0xFF);
+      bytes[p + 7] = static_cast<unsigned char>(width >> 8);
+      bytes[p + 8] = static_cast<unsigned char>(width & 0xFF);
+      break;
+    }
+  }
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// A PNG header (signature, IHDR of an RGB image with valid CRC, an empty IDAT and IEND) declaring `width` x
+// `height` at `depth` bits per sample.
+std::string png_declaring(uint32_t width, uint32_t height, int depth = 8) {
+  std::string out("\x89PNG\r\n\x1a\n", 8);
+  auto chunk = [&out](const std::string& type, const std::string& data) {
+    put_be32(out, static_cast<uint32_t>(data.size()));
+    out += type + data;
+    put_be32(out, crc32(type + data));
+  };
+  std::string ihdr;
+  put_be32(ihdr, width);
+  put_be32(ihdr, height);
+  ihdr += std::string{static_cast<char>(depth), 2, 0, 0, 0};
+  chunk("IHDR", ihdr);
+  chunk("IDAT", std::string("\x78\x9c\x03\x00\x00\x00\x00\x01", 8));
+  chunk("IEND", "");
+  return out;
+}
+
+// A zip archive holding `content` as the stored (uncompressed) entry `name`, whose headers declare
+// `declared_size` uncompressed bytes (default: the true size).
+std::string stored_zip(const std::string& name, const std::string& content,
+                       std::optional<uint32_t> declared_size = std::nullopt) {
+  const uint32_t size = static_cast<uint32_t>(content.size());
+  const uint32_t declared = declared_size.value_or(size);
+  const uint32_t crc = crc32(content);
+  std::string out;
+  auto common = [&](std::string& header) {
+    put_le(header, 20, 2);  // version needed
+    put_le(header, 0, 2);   // flags
+    put_le(header, 0, 2);   // method: stored
+    put_le(header, 0, 4);   // time, date
+    put_le(header, crc, 4);
+    put_le(header, size, 4);
+    put_le(header, declared, 4);
+    put_le(header, name.size(), 2);
+    put_le(header, 0, 2);  // extra
+  };
+  put_le(out, 0x04034b50, 4);
+  common(out);
+  out += name + content;
+  const uint32_t directory = static_cast<uint32_t>(out.size());
+  put_le(out, 0x02014b50, 4);
+  put_le(out, 20, 2);  // version made by
+  common(out);
+  put_le(out, 0, 2);  // comment
+  put_le(out, 0, 2);  // disk
+  put_le(out, 0, 2);  // internal attributes
+  put_le(out, 0, 4);  // external attributes
+  put_le(out, 0, 4);  // local header offset
+  out += name;
+  const uint32_t directory_size = static_cast<uint32_t>(out.size()) - directory;
+  put_le(out, 0x06054b50, 4);
+  put_le(out, 0, 4);  // disks
+  put_le(out, 1, 2);
+  put_le(out, 1, 2);
+  put_le(out, directory_size, 4);
+  put_le(out, directory, 4);
+  put_le(out, 0, 2);
+  return out;
 }
 
 // Writes p0.png..p2.png and the map (`{dir}` in it becomes the case folder), opens it with labelDim 3 and
@@ -39,6 +139,10 @@ Case image_map(std::string name, std::string map, Expect expect, bool base64_map
       }
       for (size_t at = text.find("{png}"); at != std::string::npos; at = text.find("{png}")) {
         text.replace(at, 5, png_base64(40));
+      }
+      for (size_t at = text.find("{bomb}"); at != std::string::npos; at = text.find("{bomb}")) {
+        const std::string bomb = png_declaring(30000, 30000);
+        text.replace(at, 6, testing_support::base64(std::vector<unsigned char>(bomb.begin(), bomb.end())));
       }
       ImageOptions options;
       options.file = write_file(dir, "map.txt", text);
@@ -230,6 +334,48 @@ std::vector<Case> image_cases() {
       [](const std::string&) {},
       io_error("Could not open file: /dev/zero (it is a device, not a regular file)", "/dev/zero", 0)));
 
+  // ---- decompression bombs: what a header declares is checked before anything is decoded or inflated
+  add(with_setup(image_map("image_jpeg_declaring_65500_squared_pixels", "{dir}/bomb.jpg\t0\n",
+                           format_error("Image 'bomb.jpg' declares 65500 x 65500 pixels (JPEG), more than "
+                                        "maxImagePixels = 268435456",
+                                        "map.txt", 1, 0, std::nullopt)),
+                 [](const std::string& dir) { write_file(dir, "bomb.jpg", jpeg_declaring(65500, 65500)); }));
+  add(with_setup(image_map("image_png_declaring_30000_squared_pixels", "{dir}/bomb.png\t0\n",
+                           format_error("Image 'bomb.png' declares 30000 x 30000 pixels (PNG), more than "
+                                        "maxImagePixels = 268435456",
+                                        "map.txt", 1, 0, std::nullopt)),
+                 [](const std::string& dir) { write_file(dir, "bomb.png", png_declaring(30000, 30000)); }));
+  add(with_setup(
+      image_map("image_png_within_pixels_beyond_bytes", "{dir}/wide.png\t0\n",
+                format_error("Image 'wide.png' declares 16384 x 16384 pixels (PNG), 1610612736 bytes "
+                             "decoded, more than maxImageBytes = 1073741824",
+                             "map.txt", 1, 0, std::nullopt)),
+      [](const std::string& dir) { write_file(dir, "wide.png", png_declaring(16384, 16384, 16)); }));
+  add(with_setup(image_map("base64_png_declaring_30000_squared_pixels", "0\t{bomb}\n",
+                           format_error("The image of sequence '0' declares 30000 x 30000 pixels (PNG), more "
+                                        "than maxImagePixels = 268435456",
+                                        "map.txt", 1, 0, std::nullopt, "features", "0"),
+                           true),
+                 [](const std::string&) {}));
+  // Zip entries: the declared size is checked before inflating; an entry inflating beyond it is stopped
+  // there.
+  add(with_setup(
+      image_map("image_zip_entry_declaring_2_gb", "{dir}/bomb.zip@/big.png\t0\n",
+                format_error("Zip entry 'big.png' of bomb.zip (image 'bomb.zip@/big.png') declares "
+                             "2000000000 bytes uncompressed, more than maxImageBytes = 1073741824",
+                             "map.txt", 1, 0, std::nullopt)),
+      [](const std::string& dir) {
+        write_file(dir, "bomb.zip", stored_zip("big.png", png_of(3), 2000000000));
+      }));
+  add(with_setup(
+      image_map("image_zip_entry_larger_than_it_declares", "{dir}/lie.zip@/small.png\t0\n",
+                format_error("Cannot read entry 0 ('small.png') of lie.zip: the entry inflates to more "
+                             "than the 20 bytes it declares",
+                             "lie.zip", 0, 0, std::nullopt)),
+      [](const std::string& dir) { write_file(dir, "lie.zip", stored_zip("small.png", png_of(3), 20)); }));
+  add(with_setup(
+      image_map("image_zip_entry_reads", "{dir}/ok.zip@/ok.png\t2\n", ok("2:30 ")),
+      [](const std::string& dir) { write_file(dir, "ok.zip", stored_zip("ok.png", png_of(30))); }));
   add(image_map("base64_map_reads", "1\t{png}\n2\t{png}\n", ok("1:40 2:40 "), true));
   add(image_map(
       "base64_map_label_beyond_label_dim", "3\t{png}\n",

@@ -164,6 +164,15 @@ ImageTransformOptions transform_options(const Config& record) {
                                  "' (supported: Crop, Scale, Color, Intensity, Mean, Transpose).");
 }
 
+// maxImagePixels / maxImageBytes (docs/formats/image.md, "Size limits").
+void read_limits(const Config& section, ImageOptions& options) {
+  options.max_image_pixels = section.get_uint("maxImagePixels", options.max_image_pixels);
+  if (options.max_image_pixels == 0)
+    throw section.error("maxImagePixels", "maxImagePixels must be at least 1.");
+  options.max_image_bytes = section.get_uint("maxImageBytes", options.max_image_bytes);
+  if (options.max_image_bytes == 0) throw section.error("maxImageBytes", "maxImageBytes must be at least 1.");
+}
+
 int trace_level_of(const Config& section) {
   if (section.exists("traceLevel")) return static_cast<int>(section.get_uint("traceLevel", 1));
   return 1;
@@ -206,6 +215,7 @@ ImageOptions image_options_from_config(const Config& section, bool base64) {
   options.grayscale = section.get_bool("grayscale", false);
   options.multi_view = section.get_bool("multiViewCrop", false);
   options.trace_level = trace_level_of(section);
+  read_limits(section, options);
   return options;
 }
 
@@ -273,6 +283,7 @@ ImageReaderSettings image_reader_settings_from_config(const Config& reader) {
   }
   settings.randomization_seed = reader.get_uint("randomizationSeed", 0);
   options.trace_level = trace_level_of(reader);
+  read_limits(reader, options);
   return settings;
 }
 

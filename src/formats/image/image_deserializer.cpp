@@ -87,7 +87,13 @@ void init_common(Common& c, const ImageOptions& options) {
   c.options = options;
   c.keys = options.keys ? options.keys : std::make_shared<KeyTable>(KeyMode::kNumeric);
   c.logger = make_logger(options);
-  c.sources = std::make_shared<ImageSourceSet>(options.file, options.grayscale);
+  if (options.max_image_pixels == 0 || options.max_image_bytes == 0) {
+    throw ConfigError("maxImagePixels and maxImageBytes must be greater than 0.");
+  }
+  image::ImageLimits limits;
+  limits.max_pixels = options.max_image_pixels;
+  limits.max_bytes = options.max_image_bytes;
+  c.sources = std::make_shared<ImageSourceSet>(options.file, options.grayscale, limits);
   if (options.label_dim > static_cast<size_t>(INT32_MAX)) {
     throw ConfigError("labelDim " + std::to_string(options.label_dim) +
                       " does not fit the sparse index type (at most 2147483647).");
@@ -623,7 +629,9 @@ class Base64ImageDeserializer final : public Deserializer, public TransformProvi
       item.valid = false;
       return item;
     }
-    item.image.decoded = image::decode_bytes(bytes.data(), bytes.size(), common_->options.grayscale);
+    item.image.decoded =
+        image::decode_image(bytes.data(), bytes.size(), common_->options.grayscale, false,
+                            common_->sources->limits(), "The image of sequence '" + key + "'", where);
     if (item.image.decoded.empty()) {
       common_->logger->log(core::LogLevel::kWarning,
                            "WARNING: Could not decompress sequence with id '" + key + "'");

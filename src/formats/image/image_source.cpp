@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstring>
 #include <opencv2/imgcodecs.hpp>
+#include <optional>
 
 #include "cntkio/errors.hpp"
 #include "core/input_file.hpp"
@@ -122,11 +123,18 @@ int decode_flags(bool grayscale, bool in_memory) {
   return flags;
 }
 
-cv::Mat decode_image(const unsigned char* data, size_t size, bool grayscale, bool apply_orientation) {
-  if (size == 0) return {};
+cv::Mat decode_image(const unsigned char* data, size_t size, bool grayscale, bool apply_orientation,
+                     const ImageLimits& limits, const std::string& subject, const SourceLocation& where) {
+  const std::optional<ImageHeader> header = read_image_header(data, size);
+  if (!header) return {};  // no format OpenCV decodes
+  const std::string violation = limit_violation(*header, grayscale, limits);
+  if (!violation.empty()) throw FormatError(subject + " " + violation, where);
   cv::Mat image;
   if (decode_jpeg_fast(data, size, grayscale, apply_orientation, image)) return image;
-  if (size > static_cast<size_t>(INT_MAX)) return {};  // more than OpenCV decodes
+  if (size > static_cast<size_t>(INT_MAX)) {
+    throw FormatError(
+        subject + " holds " + std::to_string(size) + " bytes, more than OpenCV decodes (2^31 - 1)", where);
+  }
   const cv::Mat buffer(1, static_cast<int>(size), CV_8UC1, const_cast<unsigned char*>(data));
   try {
     return cv::imdecode(buffer, decode_flags(grayscale, !apply_orientation));
@@ -136,7 +144,7 @@ cv::Mat decode_image(const unsigned char* data, size_t size, bool grayscale, boo
 }
 
 cv::Mat decode_bytes(const unsigned char* data, size_t size, bool grayscale) {
-  return decode_image(data, size, grayscale, false);
+  return decode_image(data, size, grayscale, false, ImageLimits{}, "The image", SourceLocation{});
 }
 
 cv::Mat ImageSourceSet::decode(size_t index) const {
@@ -150,15 +158,27 @@ cv::Mat ImageSourceSet::decode(size_t index) const {
     std::vector<unsigned char> bytes;
     try {
       const core::InputFile file = core::InputFile::open(source.path, "cannot open image file");
-      const std::string content = file.read_all();
+      if (file.size() > limits_.max_bytes) {
+        throw FormatError("Image '" + source.path_as_written + "' is a file of " +
+                              std::to_string(file.size()) +
+                              " bytes, more than maxImageBytes = " + std::to_string(limits_.max_bytes),
+                          where);
+      }
+      const std::string content = file.read_all(limits_.max_bytes);
       bytes.assign(content.begin(), content.end());
-    } catch (const Error& e) {  // missing, not a regular file, unreadable
+    } catch (const FormatError&) {
+      throw;
+    } catch (const Error& e) {  // missing, not a regular file, unreadable, grown past the limit while read
       throw FormatError(cannot_open, where, "(" + std::string(e.what()) + ")");
     }
-    image = decode_image(bytes.data(), bytes.size(), grayscale_, true);
+    image = decode_image(bytes.data(), bytes.size(), grayscale_, true, limits_,
+                         "Image '" + source.path_as_written + "'", where);
   } else {
-    std::vector<unsigned char> bytes = archives_[static_cast<size_t>(source.archive)]->read(source.entry);
-    image = decode_image(bytes.data(), bytes.size(), grayscale_, false);
+    const ZipArchive& archive = *archives_[static_cast<size_t>(source.archive)];
+    const std::string subject = "Zip entry '" + source.entry.name + "' of " + archive.path() + " (image '" +
+                                source.path_as_written + "')";
+    std::vector<unsigned char> bytes = archive.read(source.entry, limits_.max_bytes, subject, where);
+    image = decode_image(bytes.data(), bytes.size(), grayscale_, false, limits_, subject, where);
   }
   if (image.empty()) throw FormatError(cannot_open, where);
   return image;

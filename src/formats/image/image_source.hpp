@@ -6,6 +6,10 @@
 // did; zip entries and base64 data are decoded with IMREAD_IGNORE_ORIENTATION (CNTK's imdecode did not
 // rotate).
 //
+// Before anything decodes, the image's header is read (image_header.hpp) and an image declaring more pixels
+// or decoded bytes than the deserializer's limits is a FormatError; so is an image file or zip entry larger
+// than maxImageBytes.
+//
 // YCbCr and gray JPEGs go through libjpeg-turbo directly where that gives OpenCV's pixels exactly (it skips
 // OpenCV's own colour-order pass); everything else goes to OpenCV.
 //
@@ -24,6 +28,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cntkio/errors.hpp"
+#include "formats/image/image_header.hpp"
 #include "formats/image/zip_archive.hpp"
 
 namespace cntkio::image {
@@ -47,29 +53,35 @@ bool decode_jpeg_fast(const unsigned char* data, size_t size, bool grayscale, bo
                       cv::Mat& out);
 
 /// Decodes image bytes: 8-bit BGR (or gray), HWC. `apply_orientation` for files (CNTK's imread rotated by
-/// EXIF orientation), false for in-memory data (zip, base64). An empty Mat if OpenCV cannot.
-cv::Mat decode_image(const unsigned char* data, size_t size, bool grayscale, bool apply_orientation);
+/// EXIF orientation), false for in-memory data (zip, base64). Throws FormatError "<subject> declares ..."
+/// located at `where` when the header declares more than `limits` allow (nothing is decoded then); an empty
+/// Mat when the bytes are not an image OpenCV decodes.
+cv::Mat decode_image(const unsigned char* data, size_t size, bool grayscale, bool apply_orientation,
+                     const ImageLimits& limits, const std::string& subject, const SourceLocation& where);
 
-/// Decodes in-memory image bytes (zip, base64); an empty Mat if OpenCV cannot.
+/// Decodes in-memory image bytes (zip, base64) within the default limits; an empty Mat if OpenCV cannot.
 cv::Mat decode_bytes(const unsigned char* data, size_t size, bool grayscale);
 
 class ImageSourceSet {
  public:
-  ImageSourceSet(std::string map_file, bool grayscale)
-      : map_file_(std::move(map_file)), grayscale_(grayscale) {}
+  ImageSourceSet(std::string map_file, bool grayscale, ImageLimits limits = {})
+      : map_file_(std::move(map_file)), grayscale_(grayscale), limits_(limits) {}
 
   const std::string& map_file() const { return map_file_; }
+  const ImageLimits& limits() const { return limits_; }
   std::vector<ImageSource>& sources() { return sources_; }
   const std::vector<ImageSource>& sources() const { return sources_; }
   std::vector<std::unique_ptr<ZipArchive>>& archives() { return archives_; }
 
   /// Decodes source `index`: 8-bit BGR (or gray), HWC. Throws FormatError "Cannot open file '<path>'"
-  /// located at its map line when the file is missing, not a regular file, unreadable or not an image.
+  /// located at its map line when the file is missing, not a regular file, unreadable or not an image, and
+  /// a FormatError naming the limit when the image is larger than the limits allow.
   cv::Mat decode(size_t index) const;
 
  private:
   std::string map_file_;
   bool grayscale_;
+  ImageLimits limits_;
   std::vector<ImageSource> sources_;
   std::vector<std::unique_ptr<ZipArchive>> archives_;
 };

@@ -135,7 +135,13 @@ void ZipArchive::release(zip* handle) const {
   pool_.push_back(handle);
 }
 
-std::vector<unsigned char> ZipArchive::read(const Entry& entry) const {
+std::vector<unsigned char> ZipArchive::read(const Entry& entry, uint64_t max_bytes,
+                                            const std::string& subject, const SourceLocation& where) const {
+  if (entry.size > max_bytes) {
+    throw FormatError(subject + " declares " + std::to_string(entry.size) +
+                          " bytes uncompressed, more than maxImageBytes = " + std::to_string(max_bytes),
+                      where);
+  }
   zip* handle = acquire();
   std::vector<unsigned char> bytes(entry.size);
   std::string failure;
@@ -148,6 +154,15 @@ std::vector<unsigned char> ZipArchive::read(const Entry& entry) const {
       failure = zip_file_strerror(file);
     } else if (static_cast<uint64_t>(got) != entry.size) {
       failure = "read " + std::to_string(got) + " bytes, expected " + std::to_string(entry.size);
+    } else {
+      // One byte more must not exist: the entry may not inflate beyond the size it declares.
+      unsigned char extra = 0;
+      const zip_int64_t more = zip_fread(file, &extra, 1);
+      if (more > 0) {
+        failure = "the entry inflates to more than the " + std::to_string(entry.size) + " bytes it declares";
+      } else if (more < 0) {
+        failure = zip_file_strerror(file);
+      }
     }
     zip_fclose(file);
   }

@@ -2,8 +2,9 @@
 //
 // The archive is opened through core::InputFile (a FIFO, device or directory is refused) and libzip reads it
 // through a source over that file, never by path. Entry names are matched exactly (case-sensitive,
-// '/'-separated) once, when the archive is indexed; reads then go by entry index. Open libzip handles are
-// pooled, so reads from several threads do not share one.
+// '/'-separated) once, when the archive is indexed; reads then go by entry index. An entry is inflated only
+// when its declared size keeps within the caller's limit, and never beyond its declared size. Open libzip
+// handles are pooled, so reads from several threads do not share one.
 //
 // Thread-safety: read() may be called concurrently.
 #pragma once
@@ -43,8 +44,12 @@ class ZipArchive {
   const std::string& path() const { return path_; }
   /// Every entry of the archive by exact name.
   const std::map<std::string, Entry>& entries() const { return entries_; }
-  /// The uncompressed bytes of `entry`. Throws FormatError if libzip fails or the size differs.
-  std::vector<unsigned char> read(const Entry& entry) const;
+  /// The uncompressed bytes of `entry`. Throws FormatError "<subject> declares N bytes, more than
+  /// maxImageBytes = <max_bytes>" (at `where`) before inflating anything when the entry's declared size
+  /// exceeds `max_bytes`, and FormatError when libzip fails or the entry inflates to another size than it
+  /// declares.
+  std::vector<unsigned char> read(const Entry& entry, uint64_t max_bytes, const std::string& subject,
+                                  const SourceLocation& where) const;
 
  private:
   zip* open_handle() const;
