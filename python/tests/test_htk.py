@@ -3,6 +3,7 @@ argument and option against a corpus generated here with a fixed seed (HTK featu
 plain and compressed, an archive with several utterances, an MLF in 100 ns units and a state list), and the
 arrays against `cntkio dump` of the same configuration."""
 
+import os
 import struct
 
 import numpy as np
@@ -408,6 +409,32 @@ def test_missing_feature_file_names_it(corpus):
     (corpus.root / "feat" / "utt07.htk").unlink()
     with pytest.raises((OSError, cntkio.FormatError), match="utt07.htk"):
         read_sweep(corpus.source())
+
+
+# --------------------------------------------------------------------------------------------------------
+# Hostile inputs: not regular files, tiny files that claim billions of frames, MLFs without utterances
+
+
+@pytest.mark.parametrize("which", ["scp", "feature", "mlf", "states"])
+def test_a_fifo_is_refused_without_waiting_for_a_writer(corpus, which):
+    pipe = corpus.root / ("pipe." + which)
+    os.mkfifo(pipe)
+    features, labels = None, None
+    if which == "scp":
+        features = cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(
+            features=cntkio.StreamDef(scp=str(pipe), shape=DIM)))
+    elif which == "feature":
+        (corpus.root / "pipe.scp").write_text("utt00.mfc=%s[0,0]\n" % pipe)
+        features = cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(
+            features=cntkio.StreamDef(scp=str(corpus.root / "pipe.scp"), shape=DIM)))
+    elif which == "mlf":
+        labels = corpus.labels(mlf=str(pipe))
+    else:
+        labels = cntkio.HTKMLFDeserializer(str(pipe), cntkio.StreamDefs(
+            labels=cntkio.StreamDef(mlf=str(corpus.mlf), shape=STATES)))
+    with pytest.raises(OSError, match="FIFO") as e:
+        read_sweep(corpus.source(features=features, labels=labels))
+    assert str(pipe) in str(e.value)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -1,12 +1,103 @@
 // Catalogue: HTK feature lists (SCP) and MLF label files (spec htk.md). SCP errors name the list's line;
-// MLF errors name the byte offset of the offending line (CNTK's "Offset 'N': ..." texts).
+// MLF errors name the byte offset of the offending line (CNTK's "Offset 'N': ..." texts). Every input of the
+// two deserializers (SCP, feature file, MLF, MLF list, state list) is refused when it is a FIFO, a directory
+// or a device, and tiny inputs that claim billions of frames fail before anything is sized by them.
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include "catalogue/catalogue.hpp"
+#include "cntkio/config.hpp"
 #include "cntkio/htk.hpp"
 
 namespace cntkio::catalogue {
 namespace {
+
+std::string fifo(const std::string& dir, const std::string& name) {
+  ::mkfifo((dir + "/" + name).c_str(), 0600);
+  return dir + "/" + name;
+}
+
+std::string folder(const std::string& dir, const std::string& name) {
+  std::filesystem::create_directories(dir + "/" + name);
+  return dir + "/" + name;
+}
+
+MlfOptions quiet_mlf_options(const std::string& mlf_path, bool frame_mode = true) {
+  MlfOptions options;
+  options.name = "labels";
+  options.mlf_files = {mlf_path};
+  options.label_dim = 10;
+  options.frame_mode = frame_mode;
+  options.trace_level = 0;
+  options.log_sink = [](int, std::string_view) {};
+  return options;
+}
+
+HtkFeatureOptions quiet_feature_options(const std::string& scp_path, bool frame_mode) {
+  HtkFeatureOptions options;
+  options.name = "features";
+  options.scp_file = scp_path;
+  options.dim = 3;
+  options.frame_mode = frame_mode;
+  options.trace_level = 0;
+  options.log_sink = [](int, std::string_view) {};
+  return options;
+}
+
+// An HTK feature deserializer over the SCP `scp(dir)` names; in frame mode it lists the frames of chunk 0
+// (one description per frame), in sequence mode it loads chunk 0.
+Case features_case(std::string name, bool frame_mode, std::function<std::string(const std::string&)> scp,
+                   Expect expect) {
+  Case c;
+  c.name = std::move(name);
+  c.run = [frame_mode, scp = std::move(scp)](const std::string& dir) {
+    return capture(dir, [&](Outcome&) {
+      auto d = make_htk_feature_deserializer(quiet_feature_options(scp(dir), frame_mode));
+      if (frame_mode) {
+        std::vector<SequenceInfo> frames;
+        d->sequence_infos_for_chunk(0, frames);
+      } else {
+        d->load_chunk(0);
+      }
+    });
+  };
+  c.expect = std::move(expect);
+  return c;
+}
+
+// An MLF deserializer: `setup(dir, options)` writes the files and fills in the options.
+Case mlf_setup_case(std::string name, std::function<void(const std::string&, MlfOptions&)> setup,
+                    Expect expect) {
+  Case c;
+  c.name = std::move(name);
+  c.run = [setup = std::move(setup)](const std::string& dir) {
+    return capture(dir, [&](Outcome&) {
+      MlfOptions options = quiet_mlf_options(write_file(dir, "data.mlf", "#!MLF!#\n\"a.lab\"\n0 1 s 1\n.\n"));
+      setup(dir, options);
+      make_mlf_deserializer(options);
+    });
+  };
+  c.expect = std::move(expect);
+  return c;
+}
+
+// The MLF options of a config whose label stream lists its MLF files in the file `list(dir)`.
+Case mlf_list_case(std::string name, std::function<std::string(const std::string&)> list, Expect expect) {
+  Case c;
+  c.name = std::move(name);
+  c.run = [list = std::move(list)](const std::string& dir) {
+    return capture(dir, [&](Outcome&) {
+      const Config section =
+          Config::from_text("input = [ labels = [ labelDim = 10 ; mlfFileList = \"" + list(dir) + "\" ] ]\n");
+      mlf_options_from_config(section);
+    });
+  };
+  c.expect = std::move(expect);
+  return c;
+}
 
 Case mlf(std::string name, std::string content, Expect expect) {
   Case c;
@@ -79,6 +170,63 @@ std::vector<Case> htk_cases() {
     c.expect = io_error("", "none.scp", ENOENT);
     add(std::move(c));
   }
+
+  // ---- inputs that are not regular files: refused, never waited on (FIFO) or read forever (device)
+  add(features_case(
+      "htk_scp_fifo_does_not_block", false, [](const std::string& d) { return fifo(d, "pipe.scp"); },
+      io_error("Failed to open input file (it is a FIFO", "pipe.scp", 0)));
+  add(features_case(
+      "htk_scp_is_a_directory", false, [](const std::string& d) { return folder(d, "lists"); },
+      io_error("Failed to open input file (it is a directory)", "lists", EISDIR)));
+  add(features_case(
+      "htk_scp_is_a_device", false, [](const std::string&) { return std::string("/dev/zero"); },
+      io_error("Failed to open input file (it is a device", "/dev/zero", 0)));
+  add(features_case(
+      "htk_feature_file_fifo_does_not_block", false,
+      [](const std::string& d) {
+        return write_file(d, "data.scp", "a.f=" + fifo(d, "pipe.htk") + "[0,0]\n");
+      },
+      io_error("error opening file (it is a FIFO", "pipe.htk", 0)));
+  add(features_case(
+      "htk_feature_file_is_a_directory", false,
+      [](const std::string& d) { return write_file(d, "data.scp", "a.f=" + folder(d, "feats") + "[0,0]\n"); },
+      io_error("error opening file (it is a directory)", "feats", EISDIR)));
+  add(features_case(
+      "htk_feature_file_is_a_device", false,
+      [](const std::string& d) { return write_file(d, "data.scp", "a.f=/dev/zero[0,0]\n"); },
+      io_error("error opening file (it is a device", "/dev/zero", 0)));
+  add(mlf_setup_case(
+      "mlf_fifo_does_not_block",
+      [](const std::string& d, MlfOptions& o) { o.mlf_files = {fifo(d, "pipe.mlf")}; },
+      io_error("error opening file (it is a FIFO", "pipe.mlf", 0)));
+  add(mlf_setup_case(
+      "mlf_is_a_directory", [](const std::string& d, MlfOptions& o) { o.mlf_files = {folder(d, "mlfs")}; },
+      io_error("error opening file (it is a directory)", "mlfs", EISDIR)));
+  add(mlf_setup_case(
+      "mlf_is_a_device", [](const std::string&, MlfOptions& o) { o.mlf_files = {"/dev/zero"}; },
+      io_error("error opening file (it is a device", "/dev/zero", 0)));
+  add(mlf_setup_case(
+      "mlf_state_list_fifo_does_not_block",
+      [](const std::string& d, MlfOptions& o) { o.label_mapping_file = fifo(d, "states.pipe"); },
+      io_error("error opening file (it is a FIFO", "states.pipe", 0)));
+  add(mlf_setup_case(
+      "mlf_state_list_is_a_directory",
+      [](const std::string& d, MlfOptions& o) { o.label_mapping_file = folder(d, "states"); },
+      io_error("error opening file (it is a directory)", "states", EISDIR)));
+  add(mlf_setup_case(
+      "mlf_state_list_is_a_device",
+      [](const std::string&, MlfOptions& o) { o.label_mapping_file = "/dev/zero"; },
+      io_error("error opening file (it is a device", "/dev/zero", 0)));
+  add(mlf_list_case(
+      "mlf_file_list_fifo_does_not_block", [](const std::string& d) { return fifo(d, "list.pipe"); },
+      io_error("error opening file (it is a FIFO", "list.pipe", 0)));
+  add(mlf_list_case(
+      "mlf_file_list_is_a_directory", [](const std::string& d) { return folder(d, "list"); },
+      io_error("error opening file (it is a directory)", "list", EISDIR)));
+  add(mlf_list_case(
+      "mlf_file_list_is_a_device", [](const std::string&) { return std::string("/dev/zero"); },
+      io_error("error opening file (it is a device", "/dev/zero", 0)));
+
   return cases;
 }
 

@@ -1,10 +1,9 @@
 // Options of the HTK feature and MLF deserializers from composite `deserializers` sections (spec htk.md
 // §2.2).
-#include <cerrno>
-#include <fstream>
 
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
+#include "core/input_file.hpp"
 #include "core/text.hpp"
 
 namespace cntkio {
@@ -44,13 +43,15 @@ ConfigError config_text_error(const std::string& cntk_text, const Config& scope,
 }
 
 std::vector<std::string> read_list_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError("error opening file", path, errno);
+  const std::string text = core::read_input_file(path, "error opening file");
   std::vector<std::string> out;
-  std::string line;
-  while (std::getline(in, line)) {
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(begin, end - begin);
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) out.push_back(line);
+    if (!line.empty()) out.push_back(std::move(line));
+    begin = end + 1;
   }
   return out;
 }

@@ -1,9 +1,5 @@
 #include "formats/htk/htk_file.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -11,7 +7,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
@@ -73,55 +68,22 @@ void read_floats(const PositionedFile& file, uint64_t offset, size_t count, bool
   }
 }
 
+// The frames [first, first + count) are not all in the file.
+FormatError short_file_error(const PositionedFile& file, const HtkHeader& header, uint64_t first,
+                             uint64_t count) {
+  return FormatError("HTK file '" + file.path() + "' ends before frame " + std::to_string(first + count) +
+                         " (its header declares " + std::to_string(header.num_frames) +
+                         " frames, the file has " + std::to_string(file.size()) + " bytes).",
+                     at(file.path(), header.data_offset + first * header.sample_size));
+}
+
 }  // namespace
 
-PositionedFile::PositionedFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw IoError("error opening file", path, errno);
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0 || S_ISDIR(st.st_mode)) {
-    const int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
-    ::close(fd_);
-    fd_ = -1;
-    throw IoError("error opening file", path, e);
-  }
-  size_ = static_cast<uint64_t>(st.st_size);
-}
-
-PositionedFile::~PositionedFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-PositionedFile::PositionedFile(PositionedFile&& other) noexcept
-    : fd_(other.fd_), size_(other.size_), path_(std::move(other.path_)) {
-  other.fd_ = -1;
-}
-
-PositionedFile& PositionedFile::operator=(PositionedFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    size_ = other.size_;
-    path_ = std::move(other.path_);
-    other.fd_ = -1;
-  }
-  return *this;
-}
+PositionedFile::PositionedFile(const std::string& path)
+    : file_(core::InputFile::open(path, "error opening file")) {}
 
 bool PositionedFile::read_at(uint64_t offset, void* out, size_t bytes) const {
-  auto* p = static_cast<unsigned char*>(out);
-  while (bytes > 0) {
-    const ssize_t n = ::pread(fd_, p, bytes, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw IoError("error reading file", path_, errno);
-    }
-    if (n == 0) return false;
-    p += n;
-    bytes -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return true;
+  return file_.read_at(offset, out, bytes) == bytes;
 }
 
 HtkHeader read_header(const PositionedFile& file) {
@@ -214,17 +176,18 @@ HtkHeader read_header(const PositionedFile& file) {
   return h;
 }
 
+void check_frames_present(const PositionedFile& file, const HtkHeader& header, uint64_t first,
+                          uint64_t count) {
+  const uint64_t end = header.data_offset + (first + count) * header.sample_size;
+  if (end > file.size()) throw short_file_error(file, header, first, count);
+}
+
 void read_frames(const PositionedFile& file, const HtkHeader& header, uint64_t first, uint64_t count,
                  float* out) {
   const size_t values = static_cast<size_t>(count) * header.dim;
   const uint64_t offset = header.data_offset + first * header.sample_size;
   const size_t bytes = static_cast<size_t>(count) * header.sample_size;
-  auto short_file = [&] {
-    return FormatError("HTK file '" + file.path() + "' ends before frame " + std::to_string(first + count) +
-                           " (its header declares " + std::to_string(header.num_frames) +
-                           " frames, the file has " + std::to_string(file.size()) + " bytes).",
-                       at(file.path(), offset));
-  };
+  auto short_file = [&] { return short_file_error(file, header, first, count); };
   if (header.compressed) {
     std::vector<uint16_t> raw(values);
     if (!file.read_at(offset, raw.data(), bytes)) throw short_file();

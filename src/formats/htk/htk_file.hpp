@@ -9,31 +9,27 @@
 #include <vector>
 
 #include "cntkio/htk.hpp"
+#include "core/input_file.hpp"
 
 namespace cntkio::htk {
 
-/// A read-only file accessed with positioned reads (pread). Move-only.
+/// A read-only HTK feature file accessed with positioned reads, opened through core::InputFile (so a
+/// directory, FIFO or device is refused instead of read or waited on). Move-only.
 class PositionedFile {
  public:
   PositionedFile() = default;
   /// Opens `path`. Throws IoError "error opening file '<path>': <reason>" (CNTK's text).
   explicit PositionedFile(const std::string& path);
-  ~PositionedFile();
-  PositionedFile(PositionedFile&& other) noexcept;
-  PositionedFile& operator=(PositionedFile&& other) noexcept;
-  PositionedFile(const PositionedFile&) = delete;
-  PositionedFile& operator=(const PositionedFile&) = delete;
 
-  bool is_open() const { return fd_ >= 0; }
-  const std::string& path() const { return path_; }
-  uint64_t size() const { return size_; }
+  bool is_open() const { return file_.is_open(); }
+  const std::string& path() const { return file_.path(); }
+  /// Size in bytes when the file was opened.
+  uint64_t size() const { return file_.size(); }
   /// Reads exactly `bytes` at `offset`; false if the file ends first. Throws IoError on a read failure.
   bool read_at(uint64_t offset, void* out, size_t bytes) const;
 
  private:
-  int fd_ = -1;
-  uint64_t size_ = 0;
-  std::string path_;
+  core::InputFile file_;
 };
 
 /// The header of one HTK feature file, decoded.
@@ -59,6 +55,11 @@ HtkHeader read_header(const PositionedFile& file);
 /// decompressing as needed. Throws FormatError if the file is shorter than its header says.
 void read_frames(const PositionedFile& file, const HtkHeader& header, uint64_t first, uint64_t count,
                  float* out);
+
+/// Throws the FormatError of read_frames() unless `file` holds frames [first, first + count) in full: checks
+/// a range against the bytes that are there before anything is allocated for it.
+void check_frames_present(const PositionedFile& file, const HtkHeader& header, uint64_t first,
+                          uint64_t count);
 
 /// Writes one HTK feature file frame by frame: the header is completed by finish(), so the frame count need
 /// not be known in advance. The file is written as `<path>.partial` and renamed by finish().

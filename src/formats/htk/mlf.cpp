@@ -1,12 +1,11 @@
 #include "formats/htk/mlf.hpp"
 
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <cstdlib>
 
 #include "cntkio/errors.hpp"
+#include "core/input_file.hpp"
 
 namespace cntkio::htk {
 namespace {
@@ -85,11 +84,7 @@ bool to_frame(double x, uint64_t& frame) {
 }  // namespace
 
 StateTable StateTable::read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError("error opening file", path, errno);
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string content = text.str();
+  const std::string content = core::read_input_file(path, "error opening file");
   std::vector<std::string> names;
   size_t start = 0;
   while (start <= content.size()) {

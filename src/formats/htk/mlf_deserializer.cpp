@@ -273,7 +273,7 @@ class MlfDeserializer final : public Deserializer {
 
   void index_file(const std::string& path) {
     const auto file_index = static_cast<uint32_t>(files_.size());
-    files_.push_back(std::make_unique<core::MappedFile>(path));
+    files_.push_back(std::make_unique<core::MappedFile>(path, "error opening file"));
     const core::MappedFile& file = *files_.back();
     std::vector<htk::MlfIndexEntry> entries = htk::index_mlf(
         file.view(), path, [this](const std::string& line) { logger_.log(core::LogLevel::kWarning, line); });

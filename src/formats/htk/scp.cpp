@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <climits>
-#include <fstream>
 #include <limits>
 
 #include "cntkio/errors.hpp"
+#include "core/input_file.hpp"
 
 namespace cntkio::htk {
 namespace {
@@ -124,17 +123,19 @@ ScpEntry parse_scp_line(std::string_view line, const std::string& scp_path, uint
 }
 
 std::vector<ScpEntry> read_scp_file(const std::string& scp_path, std::string_view prefix_path) {
-  std::ifstream in(scp_path, std::ios::binary);
-  if (!in) throw IoError("Failed to open input file", scp_path, errno);
+  const std::string text = core::read_input_file(scp_path, "Failed to open input file");
   const std::string dir = scp_directory(scp_path);
   std::vector<ScpEntry> entries;
-  std::string line;
   uint64_t number = 0;
-  while (std::getline(in, line)) {
+  // Lines as std::getline gives them (CNTK): a final line feed ends the last line, it does not begin another.
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
     ++number;
+    const std::string_view line(text.data() + begin, end - begin);
     entries.push_back(parse_scp_line(adjust_scp_line(line, prefix_path, dir), scp_path, number));
+    begin = end + 1;
   }
-  if (in.bad()) throw IoError("An error occurred while reading input file", scp_path, errno);
   return entries;
 }
 

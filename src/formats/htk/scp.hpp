@@ -31,7 +31,7 @@ std::string scp_directory(std::string_view scp_path);
 ScpEntry parse_scp_line(std::string_view line, const std::string& scp_path, uint64_t line_number);
 
 /// Reads and parses every line of `scp_path` (blank lines are errors, as in CNTK). Throws IoError
-/// ("Failed to open input file") and FormatError.
+/// ("Failed to open input file"; also for a directory, FIFO or device) and FormatError.
 std::vector<ScpEntry> read_scp_file(const std::string& scp_path, std::string_view prefix_path);
 
 }  // namespace cntkio::htk
