@@ -437,6 +437,15 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(corpus, which):
     assert str(pipe) in str(e.value)
 
 
+def test_an_scp_range_past_its_file_fails_before_reading(corpus):
+    scp = corpus.root / "long.scp"
+    scp.write_text("utt07.mfc=%s[0,3999999999]\n" % (corpus.root / "feat" / "utt07.htk"))
+    features = cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(features=cntkio.StreamDef(scp=str(scp), shape=DIM)))
+    with pytest.raises(cntkio.FormatError, match="end frame exceeds archive's total number of frames") as e:
+        read_sweep(corpus.source(features=features, frame_mode=True))
+    assert (e.value.file, e.value.line, e.value.sequence_key) == (str(scp), 1, "utt07")
+
+
 # --------------------------------------------------------------------------------------------------------
 # Python arrays equal the C++ dump of the same configuration
 

@@ -15,6 +15,26 @@
 namespace cntkio::catalogue {
 namespace {
 
+// An HTK feature file of USER kind, little-endian: a header declaring `declared_frames` frames of `dim`
+// values, then `stored_frames` frames whose values are frame * 10 + k.
+std::string htk_bytes(uint32_t declared_frames, uint32_t stored_frames, uint16_t dim) {
+  std::string out(12, '\0');
+  const uint32_t period = 100000;
+  const uint16_t sample_size = static_cast<uint16_t>(4 * dim);
+  const uint16_t user_kind = 9;
+  std::memcpy(&out[0], &declared_frames, 4);
+  std::memcpy(&out[4], &period, 4);
+  std::memcpy(&out[8], &sample_size, 2);
+  std::memcpy(&out[10], &user_kind, 2);
+  for (uint32_t t = 0; t < stored_frames; ++t) {
+    for (uint16_t k = 0; k < dim; ++k) {
+      const float value = static_cast<float>(t * 10 + k);
+      out.append(reinterpret_cast<const char*>(&value), 4);
+    }
+  }
+  return out;
+}
+
 std::string fifo(const std::string& dir, const std::string& name) {
   ::mkfifo((dir + "/" + name).c_str(), 0600);
   return dir + "/" + name;
@@ -195,6 +215,14 @@ std::vector<Case> htk_cases() {
       "htk_feature_file_is_a_device", false,
       [](const std::string& d) { return write_file(d, "data.scp", "a.f=/dev/zero[0,0]\n"); },
       io_error("error opening file (it is a device", "/dev/zero", 0)));
+  // A later utterance's file is opened when its chunk is described (frame mode) or loaded.
+  add(features_case(
+      "htk_second_feature_file_fifo_does_not_block", true,
+      [](const std::string& d) {
+        const std::string good = write_file(d, "a.htk", htk_bytes(3, 3, 3));
+        return write_file(d, "data.scp", "a.f=" + good + "[0,2]\nb.f=" + fifo(d, "pipe.htk") + "[0,0]\n");
+      },
+      io_error("error opening file (it is a FIFO", "pipe.htk", 0)));
   add(mlf_setup_case(
       "mlf_fifo_does_not_block",
       [](const std::string& d, MlfOptions& o) { o.mlf_files = {fifo(d, "pipe.mlf")}; },
@@ -227,6 +255,33 @@ std::vector<Case> htk_cases() {
       "mlf_file_list_is_a_device", [](const std::string&) { return std::string("/dev/zero"); },
       io_error("error opening file (it is a device", "/dev/zero", 0)));
 
+  // ---- tiny inputs that claim billions of frames: located errors before anything is sized by them
+  add(features_case(
+      "htk_scp_range_past_the_file_frame_mode", true,
+      [](const std::string& d) {
+        return write_file(d, "data.scp",
+                          "a.f=" + write_file(d, "x.htk", htk_bytes(3, 3, 3)) + "[0,3999999999]\n");
+      },
+      format_error("open: end frame exceeds archive's total number of frames 3 in 'x.htk'", "data.scp", 1, 0,
+                   std::nullopt, "", "a")));
+  add(features_case(
+      "htk_scp_range_past_the_file_sequence_mode", false,
+      [](const std::string& d) {
+        return write_file(d, "data.scp",
+                          "a.f=" + write_file(d, "x.htk", htk_bytes(3, 3, 3)) + "[0,3999999999]\n");
+      },
+      format_error("open: end frame exceeds archive's total number of frames 3 in 'x.htk'", "data.scp", 1, 0,
+                   std::nullopt, "", "a")));
+  // The header claims a billion frames, the file holds 3.
+  add(features_case(
+      "htk_header_claims_more_frames_than_the_file_holds", true,
+      [](const std::string& d) {
+        return write_file(d, "data.scp",
+                          "a.f=" + write_file(d, "x.htk", htk_bytes(1000000000, 3, 3)) + "[0,999999999]\n");
+      },
+      format_error_at("HTK file 'x.htk' ends before frame 1000000000 (its header declares 1000000000 frames, "
+                      "the file has 48 bytes).",
+                      "x.htk", 12)));
   return cases;
 }
 

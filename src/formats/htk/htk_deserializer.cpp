@@ -157,6 +157,8 @@ class HtkFeatureDeserializer final : public Deserializer {
   void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
     check_may_be_primary();
     const ChunkDescription& chunk = checked_chunk(chunk_id);
+    // One description per frame: the frames the SCP claims must be in the files first.
+    if (options_.frame_mode) check_chunk_files_once(chunk_id);
     for (uint32_t u = 0; u < chunk.num_utterances; ++u) {
       const Utterance& utt = utterances_[chunk.first_utterance + u];
       if (options_.frame_mode) {
@@ -206,6 +208,7 @@ class HtkFeatureDeserializer final : public Deserializer {
  private:
   ChunkPtr parse_chunk(uint32_t chunk_id) const {
     const ChunkDescription& chunk = checked_chunk(chunk_id);
+    check_chunk_files(chunk);  // before the frames the SCP claims size anything
     std::vector<float> raw(static_cast<size_t>(chunk.frames) * file_dim_);
     std::vector<uint32_t> first_frames(chunk.num_utterances);
     std::vector<uint32_t> lengths(chunk.num_utterances);
@@ -214,22 +217,9 @@ class HtkFeatureDeserializer final : public Deserializer {
     uint32_t open_path = kNoPath;
     for (uint32_t u = 0; u < chunk.num_utterances; ++u) {
       const Utterance& utt = utterances_[chunk.first_utterance + u];
-      if (utt.path != open_path) {
-        // Consecutive utterances of one archive share the open file.
-        file = htk::PositionedFile(paths_[utt.path]);
-        header = htk::read_header(file);
-        open_path = utt.path;
-        if (header.kind != kind_ || header.dim != file_dim_ || header.sample_period != sample_period_) {
-          throw FormatError("setkind: inconsistent feature kind for file '" + paths_[utt.path] + "'",
-                            scp_location(utt));
-        }
-      }
-      const uint64_t last = static_cast<uint64_t>(utt.first) + utt.frames - 1;
-      if (last >= header.num_frames) {
-        throw FormatError("open: end frame exceeds archive's total number of frames " +
-                              std::to_string(header.num_frames) + " in '" + paths_[utt.path] + "'",
-                          scp_location(utt));
-      }
+      // Checked again: a file may have changed since check_chunk_files().
+      open_utterance_file(utt, file, header, open_path);
+      check_utterance_range(utt, file, header);
       first_frames[u] = utt.first_frame_in_chunk;
       lengths[u] = utt.frames;
       htk::read_frames(file, header, utt.first, utt.frames,
@@ -251,6 +241,53 @@ class HtkFeatureDeserializer final : public Deserializer {
     return std::make_shared<HtkChunk>(std::move(floats), std::move(doubles), output_dim_, options_.frame_mode,
                                       options_.expand_to_utterance, std::move(first_frames),
                                       std::move(lengths));
+  }
+
+  // Opens the file of `utt` unless it is the one open (consecutive utterances of an archive share it) and
+  // checks that its kind, dimension and period are those of the stream.
+  void open_utterance_file(const Utterance& utt, htk::PositionedFile& file, htk::HtkHeader& header,
+                           uint32_t& open_path) const {
+    if (utt.path == open_path) return;
+    file = htk::PositionedFile(paths_[utt.path]);
+    header = htk::read_header(file);
+    open_path = utt.path;
+    if (header.kind != kind_ || header.dim != file_dim_ || header.sample_period != sample_period_) {
+      throw FormatError("setkind: inconsistent feature kind for file '" + paths_[utt.path] + "'",
+                        scp_location(utt));
+    }
+  }
+
+  // The SCP range of `utt` lies inside the frames its file's header declares and the file holds.
+  void check_utterance_range(const Utterance& utt, const htk::PositionedFile& file,
+                             const htk::HtkHeader& header) const {
+    const uint64_t last = static_cast<uint64_t>(utt.first) + utt.frames - 1;
+    if (last >= header.num_frames) {
+      throw FormatError("open: end frame exceeds archive's total number of frames " +
+                            std::to_string(header.num_frames) + " in '" + paths_[utt.path] + "'",
+                        scp_location(utt));
+    }
+    htk::check_frames_present(file, header, utt.first, utt.frames);
+  }
+
+  // Every utterance of the chunk against its file, before anything is sized by the frames the SCP claims (a
+  // 30-byte SCP line can claim 2^32 frames). CNTK checks a range only while it reads the chunk, after
+  // allocating the chunk's frames.
+  void check_chunk_files(const ChunkDescription& chunk) const {
+    htk::PositionedFile file;
+    htk::HtkHeader header;
+    uint32_t open_path = kNoPath;
+    for (uint32_t u = 0; u < chunk.num_utterances; ++u) {
+      const Utterance& utt = utterances_[chunk.first_utterance + u];
+      open_utterance_file(utt, file, header, open_path);
+      check_utterance_range(utt, file, header);
+    }
+  }
+
+  void check_chunk_files_once(uint32_t chunk_id) const {
+    std::lock_guard<std::mutex> lock(checked_mutex_);
+    if (checked_chunks_[chunk_id] != 0) return;
+    check_chunk_files(chunks_[chunk_id]);
+    checked_chunks_[chunk_id] = 1;
   }
 
  public:
@@ -368,6 +405,7 @@ class HtkFeatureDeserializer final : public Deserializer {
       u.first_frame_in_chunk = static_cast<uint32_t>(c.frames);
       c.frames += u.frames;
     }
+    checked_chunks_.assign(chunks_.size(), 0);
     by_id_.reserve(utterances_.size());
     for (uint32_t i = 0; i < utterances_.size(); ++i) by_id_.emplace_back(utterances_[i].id, i);
     std::sort(by_id_.begin(), by_id_.end());
@@ -433,6 +471,8 @@ class HtkFeatureDeserializer final : public Deserializer {
   size_t left_ = 0;
   size_t right_ = 0;
   size_t output_dim_ = 0;
+  mutable std::mutex checked_mutex_;
+  mutable std::vector<uint8_t> checked_chunks_;  // per chunk: its files were checked (frame mode)
   htk::AliveChunks alive_;
 };
 
