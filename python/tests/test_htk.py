@@ -437,6 +437,14 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(corpus, which):
     assert str(pipe) in str(e.value)
 
 
+def test_an_mlf_line_claiming_a_billion_frames_is_a_located_error(corpus):
+    mlf = corpus.root / "huge.mlf"
+    mlf.write_text('#!MLF!#\n"utt00.lab"\n0 100000000000000 %s\n.\n' % corpus.state_names[0])
+    with pytest.raises(cntkio.FormatError, match="ends at frame 1000000000") as e:
+        read_sweep(corpus.source(labels=corpus.labels(mlf=str(mlf)), frame_mode=True))
+    assert (e.value.file, e.value.line, e.value.byte_offset, e.value.sequence_key) == (str(mlf), 3, 20, "utt00")
+
+
 def test_an_scp_range_past_its_file_fails_before_reading(corpus):
     scp = corpus.root / "long.scp"
     scp.write_text("utt07.mfc=%s[0,3999999999]\n" % (corpus.root / "feat" / "utt07.htk"))

@@ -119,6 +119,32 @@ Case mlf_list_case(std::string name, std::function<std::string(const std::string
   return c;
 }
 
+// 1000 utterances "u0".."u999" of 4194304 frames each (the most an utterance may cover), one label line each
+// with class i % 10: 4.2 billion frames in 40 KB of text.
+std::string long_utterances_mlf() {
+  std::string text = "#!MLF!#\n";
+  for (int i = 0; i < 1000; ++i) {
+    text += "\"u" + std::to_string(i) + ".lab\"\n0 419430400000 s " + std::to_string(i % 10) + "\n.\n";
+  }
+  return text;
+}
+
+// Loads the chunk of utterance `key` and renders its label at frame `frame` (frame mode) or its length and
+// last label (sequence mode) as "key:frame=class".
+std::string label_at(Deserializer& d, KeyTable& keys, const std::string& key, uint32_t frame,
+                     bool frame_mode) {
+  const std::optional<SequenceInfo> info = d.sequence_info_by_key(SequenceKey{keys.id_of(key), frame});
+  if (!info) return key + ":missing";
+  const ChunkPtr chunk = d.load_chunk(info->chunk_id);
+  std::vector<SequenceData> data;
+  chunk->get_sequence(info->index_in_chunk, data);
+  if (!data.at(0).valid) return key + ":invalid";
+  const SequenceData& s = data[0];
+  if (frame_mode) return key + ":" + std::to_string(frame) + "=" + std::to_string(s.indices[0]);
+  return key + ":" + std::to_string(s.number_of_samples - 1) + "=" +
+         std::to_string(s.indices[s.total_nnz - 1]) + " of " + std::to_string(s.number_of_samples);
+}
+
 Case mlf(std::string name, std::string content, Expect expect) {
   Case c;
   c.name = std::move(name);
@@ -282,6 +308,31 @@ std::vector<Case> htk_cases() {
       format_error_at("HTK file 'x.htk' ends before frame 1000000000 (its header declares 1000000000 frames, "
                       "the file has 48 bytes).",
                       "x.htk", 12)));
+  add(mlf(
+      "mlf_utterance_claims_a_billion_frames", "#!MLF!#\n\"a.lab\"\n0 100000000000000 s 1\n.\n",
+      format_error("MLF utterance 'a' ends at frame 1000000000, past the 4194304 frames (11 h 39 min of 10 "
+                   "ms frames) an utterance may cover.",
+                   "data.mlf", 3, 0, 16, "", "a")));
+  // 4.2 billion frames in 40 KB: frame mode keeps the label ranges, sequence mode expands only the utterances
+  // asked for.
+  for (const bool frame_mode : {true, false}) {
+    Case c;
+    c.name =
+        frame_mode ? "mlf_billions_of_label_frames_frame_mode" : "mlf_billions_of_label_frames_sequence_mode";
+    c.run = [frame_mode](const std::string& dir) {
+      return capture(dir, [&](Outcome& o) {
+        MlfOptions options =
+            quiet_mlf_options(write_file(dir, "data.mlf", long_utterances_mlf()), frame_mode);
+        options.keys = std::make_shared<KeyTable>(KeyMode::kString);
+        auto d = make_mlf_deserializer(options);
+        o.data = label_at(*d, *options.keys, "u0", 0, frame_mode) + " " +
+                 label_at(*d, *options.keys, "u997", 4194303, frame_mode);
+      });
+    };
+    c.expect = ok(frame_mode ? "u0:0=0 u997:4194303=7" : "u0:4194303=0 of 4194304 u997:4194303=7 of 4194304");
+    add(std::move(c));
+  }
+
   return cases;
 }
 

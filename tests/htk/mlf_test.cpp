@@ -229,6 +229,24 @@ TEST(MlfDeserializer, NonContiguousUtterancesAreInvalidNotFatal) {
   EXPECT_THROW(labels_of(*n, *numeric.keys, "gap"), FormatError);  // 3-column lines in the same chunk
 }
 
+TEST(MlfDeserializer, AKeyLineRefusedWhenItsChunkLoadsIsNamedWithItsLine) {
+  // CNTK's quirk: the index trims blanks after the key's closing quote, the chunk parser does not.
+  TempDir dir;
+  const std::string mlf = dir.write("m.mlf", "#!MLF!#\n\"ok.lab\"\n0 1 x 1\n.\n\"tb.lab\"  \n0 2 x 1\n.\n");
+  std::vector<std::string> log;
+  MlfOptions o = mlf_options(mlf, "", 2, false);
+  o.trace_level = 1;
+  o.log_sink = [&](int, std::string_view line) { log.emplace_back(line); };
+  auto d = make_mlf_deserializer(o);
+  EXPECT_FALSE(labels_of(*d, *o.keys, "tb").valid);
+  EXPECT_NE(
+      std::find(log.begin(), log.end(),
+                "WARNING: skipping sequence entry '\"tb.lab\"  ' due to it being too short or not quoted "
+                "[file '" +
+                    mlf + "', line 5 (byte offset 27)]"),
+      log.end());
+}
+
 TEST(MlfDeserializer, ChunkParseErrorsHaveCntksTextsAndOffsets) {
   TempDir dir;
   const std::string states = dir.write("s.list", "x\ny\nz\n");
@@ -276,6 +294,33 @@ TEST(MlfDeserializer, FrameModeLooksUpFramesAndSeveralFilesContinueChunkIds) {
   const ChunkPtr chunk = d->load_chunk(1);
   chunk->get_sequence(info->index_in_chunk, out);
   EXPECT_EQ(out[0].indices[0], 0);  // frame 1 of b is x
+}
+
+TEST(MlfDeserializer, FrameModeFindsTheClassOfEveryFrameOfLongAndShortRanges) {
+  // "a": 70 frames of class 1, an empty range, 130 frames of class 3; "gap": invalid (a hole after frame 2);
+  // "b": 300 one-frame ranges of class i % 7; "c": one range of 5000 frames of class 5.
+  std::string text =
+      "#!MLF!#\n\"a.lab\"\n0 70 x 1\n70 70 y 2\n70 200 z 3\n.\n\"gap.lab\"\n0 2 x 1\n3 9 x 2\n.\n\"b.lab\"\n";
+  for (int i = 0; i < 300; ++i) {
+    text += std::to_string(i) + " " + std::to_string(i + 1) + " s " + std::to_string(i % 7) + "\n";
+  }
+  text += ".\n\"c.lab\"\n0 500000000 x 5\n.\n";
+  TempDir dir;
+  MlfOptions o = mlf_options(dir.write("m.mlf", text), "", 8, true);
+  auto d = make_mlf_deserializer(o);
+  auto class_at = [&](const std::string& key, uint32_t frame) -> int {
+    const std::optional<SequenceInfo> info = d->sequence_info_by_key(SequenceKey{o.keys->id_of(key), frame});
+    if (!info) return -2;
+    const ChunkPtr chunk = d->load_chunk(info->chunk_id);
+    std::vector<SequenceData> out;
+    chunk->get_sequence(info->index_in_chunk, out);
+    return out.at(0).valid ? out[0].indices[0] : -1;
+  };
+  for (uint32_t t = 0; t < 200; ++t) EXPECT_EQ(class_at("a", t), t < 70 ? 1 : 3) << "a " << t;
+  for (uint32_t t = 0; t < 9; ++t) EXPECT_EQ(class_at("gap", t), -1) << "gap " << t;
+  for (uint32_t t = 0; t < 300; ++t) EXPECT_EQ(class_at("b", t), static_cast<int>(t % 7)) << "b " << t;
+  for (uint32_t t = 0; t < 5000; t += 97) EXPECT_EQ(class_at("c", t), 5) << "c " << t;
+  EXPECT_EQ(class_at("c", 4999), 5);
 }
 
 TEST(MlfDeserializer, SmallChunkSizeSplitsTheIndexByBytes) {

@@ -214,6 +214,7 @@ std::vector<MlfIndexEntry> index_mlf(std::string_view text, const std::string& f
   bool key_ok = false;
   std::string_view last_label;
   uint64_t last_label_offset = 0;
+  uint64_t last_label_line = 0;
   uint64_t line_number = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -245,6 +246,7 @@ std::vector<MlfIndexEntry> index_mlf(std::string_view text, const std::string& f
         if (line != ".") {
           last_label = line;
           last_label_offset = line_begin;
+          last_label_line = line_number;
           break;
         }
         current.end = pos;
@@ -263,6 +265,16 @@ std::vector<MlfIndexEntry> index_mlf(std::string_view text, const std::string& f
           where.line = current.key_line;
           where.sequence_key = current.key;
           throw FormatError("Invalid sequence: number of samples == 0", where);
+        }
+        if (current.frames > kMaxUtteranceFrames) {
+          SourceLocation where = at_offset(file, last_label_offset);
+          where.line = last_label_line;
+          where.sequence_key = current.key;
+          throw FormatError("MLF utterance '" + current.key + "' ends at frame " +
+                                std::to_string(current.frames) + ", past the " +
+                                std::to_string(kMaxUtteranceFrames) +
+                                " frames (11 h 39 min of 10 ms frames) an utterance may cover.",
+                            where);
         }
         entries.push_back(std::move(current));
         break;

@@ -32,6 +32,11 @@ class StateTable {
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;  // looked up without copying
 };
 
+/// The most frames an MLF utterance may cover: 2^22, 11 h 39 min of 10 ms frames (CNTK has no limit). A label
+/// line of a few bytes could otherwise claim billions of frames, which become the length of a label sequence
+/// before anything can compare them with the features (a label deserializer never learns their length).
+constexpr uint64_t kMaxUtteranceFrames = 1ull << 22;
+
 /// One label line: frames [first, first + count) carry class `class_id`.
 struct FrameRange {
   uint32_t first = 0;

@@ -1,8 +1,10 @@
 // HTKMLFDeserializer: frame labels from HTK MLF files, joined to features by key (spec htk.md §9, §10).
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
@@ -35,23 +37,47 @@ struct MlfChunkDescription {
   uint64_t frames = 0;
 };
 
-// A parsed label chunk: per frame one class id with value 1 (2 on phone starts), frames in chunk order.
-// Frame mode needs only the class ids (value and count are the constant 1; a frame of an invalid utterance
-// has class -1), so a randomized read touches one array per frame.
+// A parsed label chunk: the label ranges of its utterances, checked, so that what it holds follows the MLF
+// text and not the frame counts the text claims (a label line of 30 bytes may cover millions of frames).
+// Frame mode reads a frame's class from the span holding it (value and count are the constant 1; the frames
+// of an invalid utterance form one span of class -1). Sequence mode expands an utterance into a class per
+// frame with value 1 (2 on phone starts) when it is first asked for: only utterances that the features
+// join are expanded.
 class MlfChunk final : public Chunk {
  public:
-  MlfChunk(bool frame_mode, bool is_double, std::vector<int32_t> classes, std::vector<float> floats,
-           std::vector<double> doubles, std::vector<uint32_t> first_frames, std::vector<uint32_t> lengths,
-           std::vector<uint8_t> valid)
+  struct Utterance {
+    uint32_t first_frame = 0;  // in the chunk
+    uint32_t frames = 0;
+    uint32_t first_range = 0;  // its ranges are [first_range, end_range)
+    uint32_t end_range = 0;
+    bool valid = true;
+  };
+
+  MlfChunk(bool frame_mode, bool is_double, bool phone_boundaries, uint64_t frames,
+           std::vector<htk::FrameRange> ranges, std::vector<Utterance> utterances)
       : frame_mode_(frame_mode),
         is_double_(is_double),
-        classes_(std::move(classes)),
-        floats_(std::move(floats)),
-        doubles_(std::move(doubles)),
-        ones_(frame_mode ? 0 : classes_.size(), 1),
-        first_frames_(std::move(first_frames)),
-        lengths_(std::move(lengths)),
-        valid_(std::move(valid)) {}
+        phone_boundaries_(phone_boundaries),
+        frames_(frames),
+        ranges_(std::move(ranges)),
+        utterances_(std::move(utterances)) {
+    if (frame_mode_) {
+      for (const Utterance& u : utterances_) {
+        if (!u.valid) {
+          spans_.push_back(Span{u.first_frame, -1});
+          continue;
+        }
+        for (uint32_t r = u.first_range; r < u.end_range; ++r) {
+          if (ranges_[r].count == 0) continue;
+          spans_.push_back(Span{u.first_frame + ranges_[r].first, ranges_[r].class_id});
+        }
+      }
+      index_spans();
+      ranges_ = {};  // only sequence mode expands them later
+    } else {
+      expanded_.resize(utterances_.size());
+    }
+  }
 
   void get_sequence(uint32_t index, std::vector<SequenceData>& out) const override {
     static constexpr float kOneFloat = 1.0f;
@@ -60,40 +86,105 @@ class MlfChunk final : public Chunk {
     SequenceData data;
     if (frame_mode_) {
       // Past the end: a feature frame beyond its labels (counted against maxErrors).
-      if (index >= classes_.size() || classes_[index] < 0) {
+      const Span* span = index < frames_ ? span_of(index) : nullptr;
+      if (span == nullptr || span->class_id < 0) {
         data.valid = false;
       } else {
         data.number_of_samples = 1;
         data.values =
             is_double_ ? static_cast<const void*>(&kOneDouble) : static_cast<const void*>(&kOneFloat);
-        data.indices = classes_.data() + index;
+        data.indices = &span->class_id;
         data.nnz_counts = &kOneEntry;
         data.total_nnz = 1;
       }
-    } else if (valid_.at(index) == 0) {
+    } else if (!utterances_.at(index).valid) {
       data.valid = false;
     } else {
-      const uint32_t first = first_frames_[index];
-      data.number_of_samples = lengths_[index];
-      data.values = is_double_ ? static_cast<const void*>(doubles_.data() + first)
-                               : static_cast<const void*>(floats_.data() + first);
-      data.indices = classes_.data() + first;
-      data.nnz_counts = ones_.data() + first;
-      data.total_nnz = lengths_[index];
+      const Expanded& e = expanded(index);
+      data.number_of_samples = utterances_[index].frames;
+      data.values =
+          is_double_ ? static_cast<const void*>(e.doubles.data()) : static_cast<const void*>(e.floats.data());
+      data.indices = e.classes.data();
+      data.nnz_counts = e.ones.data();
+      data.total_nnz = utterances_[index].frames;
     }
     out.push_back(data);
   }
 
  private:
+  struct Span {
+    uint32_t start;    // first chunk frame
+    int32_t class_id;  // of its frames; -1: an invalid utterance's
+  };
+
+  struct Expanded {
+    std::vector<int32_t> classes;  // per frame
+    std::vector<float> floats;     // per frame, float streams
+    std::vector<double> doubles;   // per frame, double streams
+    std::vector<uint32_t> ones;    // one non-zero per frame
+  };
+
+  // A table of the span at every 2^shift-th frame narrows the search to a few neighbouring spans (frame-mode
+  // throughput as with a class per frame, bench/htk_throughput), and holds no more entries than there are
+  // spans, whatever frame counts the text claims.
+  void index_spans() {
+    bucket_shift_ = 6;
+    while ((frames_ >> bucket_shift_) > spans_.size()) ++bucket_shift_;
+    bucket_first_span_.resize(static_cast<size_t>(frames_ >> bucket_shift_) + 1);
+    uint32_t span = 0;
+    for (size_t b = 0; b < bucket_first_span_.size(); ++b) {
+      const uint64_t frame = static_cast<uint64_t>(b) << bucket_shift_;
+      while (span + 1 < spans_.size() && spans_[span + 1].start <= frame) ++span;
+      bucket_first_span_[b] = span;
+    }
+  }
+
+  const Span* span_of(uint32_t frame) const {
+    const size_t bucket = frame >> bucket_shift_;
+    const Span* first = spans_.data() + bucket_first_span_[bucket];
+    const Span* end = bucket + 1 < bucket_first_span_.size()
+                          ? spans_.data() + bucket_first_span_[bucket + 1] + 1
+                          : spans_.data() + spans_.size();
+    const Span* after =
+        std::upper_bound(first, end, frame, [](uint32_t f, const Span& s) { return f < s.start; });
+    return after - 1;
+  }
+
+  const Expanded& expanded(uint32_t index) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<Expanded>& slot = expanded_[index];
+    if (slot) return *slot;
+    const Utterance& u = utterances_[index];
+    auto e = std::make_unique<Expanded>();
+    e->classes.resize(u.frames);
+    e->ones.assign(u.frames, 1);
+    std::vector<float> values(u.frames, 1.0f);
+    for (uint32_t r = u.first_range; r < u.end_range; ++r) {
+      const htk::FrameRange& range = ranges_[r];
+      std::fill(e->classes.begin() + range.first, e->classes.begin() + range.first + range.count,
+                static_cast<int32_t>(range.class_id));
+      if (phone_boundaries_ && range.first < u.frames) values[range.first] = 2.0f;
+    }
+    if (is_double_) {
+      e->doubles.assign(values.begin(), values.end());
+    } else {
+      e->floats = std::move(values);
+    }
+    slot = std::move(e);
+    return *slot;
+  }
+
   bool frame_mode_;
   bool is_double_;
-  std::vector<int32_t> classes_;
-  std::vector<float> floats_;
-  std::vector<double> doubles_;
-  std::vector<uint32_t> ones_;
-  std::vector<uint32_t> first_frames_;
-  std::vector<uint32_t> lengths_;
-  std::vector<uint8_t> valid_;
+  bool phone_boundaries_;
+  uint64_t frames_;
+  std::vector<htk::FrameRange> ranges_;
+  std::vector<Utterance> utterances_;
+  std::vector<Span> spans_;                  // frame mode: ascending from frame 0, contiguous
+  std::vector<uint32_t> bucket_first_span_;  // frame mode: the span holding frame b << bucket_shift_
+  uint32_t bucket_shift_ = 0;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::unique_ptr<Expanded>> expanded_;  // sequence mode: per utterance, once asked for
 };
 
 class MlfDeserializer final : public Deserializer {
@@ -187,33 +278,22 @@ class MlfDeserializer final : public Deserializer {
  private:
   ChunkPtr parse_chunk(uint32_t chunk_id) const {
     const MlfChunkDescription& chunk = chunks_[chunk_id];
-    const size_t frames = static_cast<size_t>(chunk.frames);
-    const bool frame_mode = options_.frame_mode;
-    std::vector<int32_t> classes(frames, 0);
-    std::vector<float> values(frame_mode ? 0 : frames, 1.0f);  // frame mode: always 1 (no phone boundaries)
-    std::vector<uint32_t> first_frames(chunk.num_utterances);
-    std::vector<uint32_t> lengths(chunk.num_utterances);
-    std::vector<uint8_t> valid(chunk.num_utterances, 1);
+    std::vector<htk::FrameRange> ranges;
+    std::vector<MlfChunk::Utterance> utterances(chunk.num_utterances);
     for (uint32_t u = 0; u < chunk.num_utterances; ++u) {
       const MlfUtterance& utt = utterances_[chunk.first_utterance + u];
-      first_frames[u] = utt.first_frame_in_chunk;
-      lengths[u] = utt.frames;
-      int32_t* utterance_classes = classes.data() + utt.first_frame_in_chunk;
-      valid[u] = parse_utterance(utt, utterance_classes,
-                                 frame_mode ? nullptr : values.data() + utt.first_frame_in_chunk)
-                     ? 1
-                     : 0;
-      if (frame_mode && valid[u] == 0) std::fill(utterance_classes, utterance_classes + utt.frames, -1);
+      MlfChunk::Utterance& described = utterances[u];
+      described.first_frame = utt.first_frame_in_chunk;
+      described.frames = utt.frames;
+      described.first_range = static_cast<uint32_t>(ranges.size());
+      described.valid = parse_utterance(utt, ranges);
+      described.end_range = static_cast<uint32_t>(ranges.size());
     }
-    std::vector<double> doubles;
-    const bool is_double = options_.element_type == ElementType::kDouble;
-    if (is_double) {
-      doubles.assign(values.begin(), values.end());
-      values.clear();
-    }
-    return std::make_shared<MlfChunk>(frame_mode, is_double, std::move(classes), std::move(values),
-                                      std::move(doubles), std::move(first_frames), std::move(lengths),
-                                      std::move(valid));
+    // A chunk's utterances are all in one file: an error if it was cut while it was read.
+    files_[utterances_[chunk.first_utterance].file]->check_intact();
+    return std::make_shared<MlfChunk>(options_.frame_mode, options_.element_type == ElementType::kDouble,
+                                      options_.phone_boundaries, chunk.frames, std::move(ranges),
+                                      std::move(utterances));
   }
 
  public:
@@ -277,24 +357,20 @@ class MlfDeserializer final : public Deserializer {
     const core::MappedFile& file = *files_.back();
     std::vector<htk::MlfIndexEntry> entries = htk::index_mlf(
         file.view(), path, [this](const std::string& line) { logger_.log(core::LogLevel::kWarning, line); });
+    file.check_intact();
     bool new_chunk = true;
     uint64_t chunk_begin = 0;
     for (htk::MlfIndexEntry& e : entries) {
       if (!new_chunk && e.end - chunk_begin > options_.chunk_size_in_bytes) new_chunk = true;
+      // Frames are numbered in 32 bits inside a chunk (CNTK chunks by bytes alone). An utterance has at most
+      // htk::kMaxUtteranceFrames.
+      if (!new_chunk && chunks_.back().frames + e.frames > 0xFFFFFFFFull) new_chunk = true;
       if (new_chunk) {
         chunks_.push_back(MlfChunkDescription{static_cast<uint32_t>(utterances_.size()), 0, 0});
         chunk_begin = e.begin;
         new_chunk = false;
       }
       MlfChunkDescription& c = chunks_.back();
-      if (e.frames > 0xFFFFFFFFull || c.frames + e.frames > 0xFFFFFFFFull) {
-        SourceLocation where;
-        where.file = path;
-        where.line = e.key_line;
-        where.sequence_key = e.key;
-        throw FormatError(
-            "MLF utterance '" + e.key + "' has too many frames (" + std::to_string(e.frames) + ").", where);
-      }
       MlfUtterance u;
       u.id = options_.keys->id_of(e.key);
       u.file = file_index;
@@ -310,8 +386,9 @@ class MlfDeserializer final : public Deserializer {
     }
   }
 
-  // Fills the utterance's frames; false (with a warning) if it is invalid (spec §9.6).
-  bool parse_utterance(const MlfUtterance& utt, int32_t* classes, float* values) const {
+  // Appends the utterance's label ranges to `ranges`; false (with a warning, nothing appended) if it is
+  // invalid (spec §9.6). The ranges of a valid utterance follow each other from frame 0 to its last frame.
+  bool parse_utterance(const MlfUtterance& utt, std::vector<htk::FrameRange>& ranges) const {
     const core::MappedFile& file = *files_[utt.file];
     const std::string& path = options_.mlf_files[utt.file];
     const std::string_view text = file.view().substr(utt.begin, utt.end - utt.begin);
@@ -326,23 +403,31 @@ class MlfDeserializer final : public Deserializer {
     }
     const std::string key = options_.keys->key_of(utt.id);
     const std::string_view key_line = lines.empty() ? std::string_view() : lines.front().first;
+    // CNTK's warnings, then where the utterance or label line is (CNTK names neither the file nor the line).
+    SourceLocation key_line_at;
+    key_line_at.file = path;
+    key_line_at.line = utt.key_line;
+    key_line_at.byte_offset = utt.begin;
     if (key_line.size() < 3 || key_line.front() != '"' || key_line.back() != '"') {
       logger_.log(core::LogLevel::kWarning, "WARNING: skipping sequence entry '" + std::string(key_line) +
-                                                "' due to it being too short or not quoted");
+                                                "' due to it being too short or not quoted " +
+                                                key_line_at.describe());
       return false;
     }
     if (lines.size() < 3) {
-      logger_.log(core::LogLevel::kWarning, "WARNING: sequence entry (" + key + ") is empty");
+      logger_.log(core::LogLevel::kWarning,
+                  "WARNING: sequence entry (" + key + ") is empty " + key_line_at.describe());
       return false;
     }
+    const size_t first_range = ranges.size();
     uint64_t expected_first = 0;
     for (size_t i = 1; i + 1 < lines.size(); ++i) {
       const htk::FrameRange range =
           htk::parse_label_line(lines[i].first, lines[i].second, path, states_.empty() ? nullptr : &states_);
+      SourceLocation where;
+      where.file = path;
+      where.byte_offset = lines[i].second;
       if (range.class_id >= options_.label_dim) {
-        SourceLocation where;
-        where.file = path;
-        where.byte_offset = lines[i].second;
         where.stream = options_.name;
         where.sequence_key = key;
         throw FormatError("Class id '" + std::to_string(range.class_id) +
@@ -351,24 +436,23 @@ class MlfDeserializer final : public Deserializer {
                           where);
       }
       if (range.first != expected_first) {
-        // CNTK's text, then where the label line is (CNTK names neither the file nor the line).
-        SourceLocation where;
-        where.file = path;
-        where.byte_offset = lines[i].second;
         logger_.log(
             core::LogLevel::kWarning,
             (i == 1 ? "WARNING: Invalid first frame in utterance '" + key + "'"
                     : "WARNING: Labels are not in the consecutive order MLF in label set for utterance '" +
                           key + "'") +
                 " " + where.describe());
+        ranges.resize(first_range);
         return false;
       }
       expected_first = static_cast<uint64_t>(range.first) + range.count;
-      if (expected_first > utt.frames) return false;  // cannot happen: the index ends at the last range
-      std::fill(classes + range.first, classes + range.first + range.count,
-                static_cast<int32_t>(range.class_id));
-      if (options_.phone_boundaries && values != nullptr && range.first < utt.frames)
-        values[range.first] = 2.0f;
+      ranges.push_back(range);
+    }
+    // The index took the utterance's frames from its last label line: the ranges end there unless the file
+    // changed since it was indexed.
+    if (expected_first != utt.frames) {
+      ranges.resize(first_range);
+      return false;
     }
     return true;
   }
