@@ -454,6 +454,14 @@ def test_an_scp_range_past_its_file_fails_before_reading(corpus):
     assert (e.value.file, e.value.line, e.value.sequence_key) == (str(scp), 1, "utt07")
 
 
+def test_an_mlf_of_only_its_header_names_the_file(corpus):
+    mlf = corpus.root / "header.mlf"
+    mlf.write_text("#!MLF!#\n")
+    with pytest.raises(cntkio.FormatError, match="No utterances to process") as e:
+        read_sweep(corpus.source(labels=corpus.labels(mlf=str(mlf))))
+    assert (e.value.file, e.value.byte_offset, e.value.stream) == (str(mlf), 8, "labels")
+
+
 # --------------------------------------------------------------------------------------------------------
 # Python arrays equal the C++ dump of the same configuration
 

@@ -278,6 +278,10 @@ std::vector<Case> htk_cases() {
       "mlf_file_list_is_a_directory", [](const std::string& d) { return folder(d, "list"); },
       io_error("error opening file (it is a directory)", "list", EISDIR)));
   add(mlf_list_case(
+      "mlf_file_list_names_no_file", [](const std::string& d) { return write_file(d, "list.txt", "\r\n\n"); },
+      config_error("HTKMLFDeserializer: No mlf files were specified (the list file 'list.txt' names none)",
+                   "global.input.labels.mlfFileList", "<text>", 1, 53)));
+  add(mlf_list_case(
       "mlf_file_list_is_a_device", [](const std::string&) { return std::string("/dev/zero"); },
       io_error("error opening file (it is a device", "/dev/zero", 0)));
 
@@ -333,6 +337,42 @@ std::vector<Case> htk_cases() {
     add(std::move(c));
   }
 
+  // ---- errors that must say which file
+  add(mlf("mlf_holds_only_its_header", "#!MLF!#\n",
+          format_error(
+              "HTKMLFDeserializer: No utterances to process: the MLF file holds no complete utterance (a "
+              "quoted key line, label lines and a '.' line).",
+              "data.mlf", 0, 0, 8, "labels")));
+  {
+    // The composite reader: CNTK says only "Could not reconcile data between different deserializers".
+    Case c;
+    c.name = "htk_reader_with_an_mlf_of_only_its_header";
+    c.run = [](const std::string& dir) {
+      return run_reader(
+          dir,
+          "Train = [ reader = [\n"
+          "  randomize = false\n"
+          "  deserializers = (\n"
+          "    [ type = \"HTKFeatureDeserializer\" ; module = \"HTKDeserializers\"\n"
+          "      input = [ features = [ dim = 3 ; scpFile = \"$dir$/data.scp\" ] ] ]:\n"
+          "    [ type = \"HTKMLFDeserializer\" ; module = \"HTKDeserializers\"\n"
+          "      input = [ labels = [ labelDim = 4 ; mlfFile = \"$dir$/data.mlf\" ] ] ]\n"
+          "  )\n"
+          "] ]\n",
+          {{"x.htk", htk_bytes(3, 3, 3)}, {"data.scp", "a.f=.../x.htk[0,2]\n"}, {"data.mlf", "#!MLF!#\n"}});
+    };
+    c.expect = format_error(
+        "HTKMLFDeserializer: No utterances to process: the MLF file holds no complete utterance (a quoted "
+        "key "
+        "line, label lines and a '.' line).",
+        "data.mlf", 0, 0, 8, "labels");
+    add(std::move(c));
+  }
+  add(mlf("mlf_ends_inside_its_only_utterance", "#!MLF!#\n\"a.lab\"\n0 1 s 1\n",
+          format_error(
+              "HTKMLFDeserializer: No utterances to process: the MLF file holds no complete utterance (a "
+              "quoted key line, label lines and a '.' line).",
+              "data.mlf", 0, 0, 24, "labels")));
   return cases;
 }
 

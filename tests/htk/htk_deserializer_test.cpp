@@ -289,6 +289,13 @@ TEST(HtkFeatures, ExpandToUtteranceRepeatsTheFrameToThePrimaryLength) {
   std::vector<SequenceData> alone;
   EXPECT_EQ(message_of([&] { chunk->get_sequence(0, alone); }),
             "Expansion of utterance is not allowed for primary deserializer.");
+  // CNTK's text, as a configuration error that names the stream's key.
+  try {
+    chunk->get_sequence(0, alone);
+    ADD_FAILURE() << "an expanded stream cannot be read alone";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key_path(), "input.features.expandToUtterance");
+  }
   const std::string two = write_tiny(dir, {1, 2}, "bad");
   HtkFeatureOptions bad = options_for(two, 1, false);
   bad.expand_to_utterance = true;

@@ -138,7 +138,7 @@ TEST(MlfIndex, StateMachineSkipsBadUtterancesAndAllowsConcatenatedFiles) {
       "200000 x\n.\n\"cut.lab\"\n0 4 x\n";
   const std::vector<htk::MlfIndexEntry> entries =
       htk::index_mlf(text, "m.mlf", [&](const std::string& w) { warnings.push_back(w); });
-  ASSERT_EQ(entries.size(), 2u);  // the unterminated last utterance is dropped silently
+  ASSERT_EQ(entries.size(), 2u);  // the unterminated last utterance is dropped, with a warning
   EXPECT_EQ(entries[0].key, "a");
   EXPECT_EQ(entries[0].frames, 5u);
   EXPECT_EQ(entries[0].key_line, 3u);
@@ -146,9 +146,13 @@ TEST(MlfIndex, StateMachineSkipsBadUtterancesAndAllowsConcatenatedFiles) {
   EXPECT_EQ(entries[0].end, text.find("not-quoted"));
   EXPECT_EQ(entries[1].key, "b");
   EXPECT_EQ(entries[1].frames, 2u);
-  ASSERT_EQ(warnings.size(), 2u);
+  ASSERT_EQ(warnings.size(), 3u);
   EXPECT_EQ(warnings[0], "WARNING: Cannot parse the utterance 'not-quoted' at offset (" +
                              std::to_string(text.find("not-quoted")) + ")");
+  EXPECT_EQ(warnings[2],
+            "WARNING: the MLF file ends inside the utterance 'cut' (no '.' line after it); it is "
+            "left out [file 'm.mlf', line 17 (byte offset " +
+                std::to_string(text.find("\"cut.lab\"")) + ")]");
   EXPECT_EQ(message_of([] { htk::index_mlf("", "m.mlf", [](const std::string&) {}); }),
             "Input file is empty");
   EXPECT_EQ(message_of([] { htk::index_mlf("#!MLF!# \n", "m.mlf", [](const std::string&) {}); }),

@@ -139,10 +139,13 @@ MlfOptions mlf_options_from_config(const Config& section) {
   } else if (stream.exists_current("mlfFileList")) {
     const std::string list = stream.get_string("mlfFileList");
     // A value with ':' is a config array of paths (CNTK quirk: so is a Windows path "C:\...").
-    o.mlf_files =
-        list.find(':') != std::string::npos ? stream.get_array("mlfFileList") : read_list_file(list);
+    const bool is_array = list.find(':') != std::string::npos;
+    o.mlf_files = is_array ? stream.get_array("mlfFileList") : read_list_file(list);
     if (o.mlf_files.empty()) {
-      throw ConfigError("HTKMLFDeserializer: No mlf files were specified", stream.path() + ".mlfFileList");
+      // CNTK's text, then the list file that named none (CNTK names neither it nor the config key).
+      throw stream.error("mlfFileList",
+                         "HTKMLFDeserializer: No mlf files were specified" +
+                             (is_array ? std::string() : " (the list file '" + list + "' names none)"));
     }
   } else {
     throw ConfigError("Either mlfFile or mlfFileList must exist in the reader configuration.",

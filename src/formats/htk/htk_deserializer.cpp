@@ -42,14 +42,15 @@ struct ChunkDescription {
 class HtkChunk final : public Chunk {
  public:
   HtkChunk(std::vector<float> floats, std::vector<double> doubles, size_t sample_dim, bool frame_mode,
-           bool expand, std::vector<uint32_t> first_frames, std::vector<uint32_t> lengths)
+           bool expand, std::vector<uint32_t> first_frames, std::vector<uint32_t> lengths, std::string name)
       : floats_(std::move(floats)),
         doubles_(std::move(doubles)),
         sample_bytes_(sample_dim * (doubles_.empty() ? sizeof(float) : sizeof(double))),
         frame_mode_(frame_mode),
         expand_(expand),
         first_frames_(std::move(first_frames)),
-        lengths_(std::move(lengths)) {
+        lengths_(std::move(lengths)),
+        name_(std::move(name)) {
     base_ = doubles_.empty() ? reinterpret_cast<const unsigned char*>(floats_.data())
                              : reinterpret_cast<const unsigned char*>(doubles_.data());
   }
@@ -61,7 +62,10 @@ class HtkChunk final : public Chunk {
       data.values = base_ + static_cast<size_t>(index) * sample_bytes_;
     } else if (expand_) {
       // The single frame is repeated to the length of the first stream of this bundled item (the primary's).
-      if (out.empty()) throw Error("Expansion of utterance is not allowed for primary deserializer.");
+      if (out.empty()) {
+        throw ConfigError("Expansion of utterance is not allowed for primary deserializer.",
+                          "input." + name_ + ".expandToUtterance");
+      }
       const uint32_t length = out.front().number_of_samples;
       data.number_of_samples = length;
       data.values = expanded(index, length);
@@ -93,6 +97,7 @@ class HtkChunk final : public Chunk {
   bool expand_;
   std::vector<uint32_t> first_frames_;  // per utterance, in frames
   std::vector<uint32_t> lengths_;       // per utterance
+  std::string name_;                    // the stream's
   mutable std::mutex mutex_;
   mutable std::map<std::pair<uint32_t, uint32_t>, std::vector<unsigned char>> expanded_;
 };
@@ -240,7 +245,7 @@ class HtkFeatureDeserializer final : public Deserializer {
     }
     return std::make_shared<HtkChunk>(std::move(floats), std::move(doubles), output_dim_, options_.frame_mode,
                                       options_.expand_to_utterance, std::move(first_frames),
-                                      std::move(lengths));
+                                      std::move(lengths), options_.name);
   }
 
   // Opens the file of `utt` unless it is the one open (consecutive utterances of an archive share it) and

@@ -280,6 +280,13 @@ std::vector<MlfIndexEntry> index_mlf(std::string_view text, const std::string& f
         break;
     }
   }
+  if (state == State::kFrames) {
+    // CNTK drops this utterance without a word (a file cut short, a missing "." line).
+    SourceLocation where = at_offset(file, current.begin);
+    where.line = current.key_line;
+    warn("WARNING: the MLF file ends inside the utterance '" + current.key +
+         "' (no '.' line after it); it is left out " + where.describe());
+  }
   return entries;
 }
 

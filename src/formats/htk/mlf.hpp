@@ -69,8 +69,9 @@ struct MlfIndexEntry {
 };
 
 /// Indexes MLF text with CNTK's state machine (header, key, label lines, "."). Utterances with a malformed
-/// key or no label lines are skipped through `warn`. Throws FormatError ("Expected MLF header was not
-/// found.", "Input file is empty", time parse errors of last label lines, 0-frame utterances).
+/// key or no label lines, and an utterance the text ends in (no "." line), are skipped through `warn`.
+/// Throws FormatError ("Expected MLF header was not found.", "Input file is empty", time parse errors of last
+/// label lines, 0-frame utterances, utterances whose last label line ends past kMaxUtteranceFrames).
 std::vector<MlfIndexEntry> index_mlf(std::string_view text, const std::string& file,
                                      const std::function<void(const std::string&)>& warn);
 

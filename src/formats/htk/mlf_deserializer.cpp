@@ -220,6 +220,7 @@ class MlfDeserializer final : public Deserializer {
                                              "'");
     }
     for (const std::string& path : options_.mlf_files) index_file(path);
+    if (utterances_.empty()) throw_no_utterances();
     by_id_.reserve(utterances_.size());
     for (uint32_t i = 0; i < utterances_.size(); ++i) by_id_.emplace_back(utterances_[i].id, i);
     // Stable: of duplicate keys the first in file order is found (CNTK: unspecified).
@@ -316,6 +317,23 @@ class MlfDeserializer final : public Deserializer {
         "MLFDeserializer currently does not support primary mode. Put an HTKFeatureDeserializer first in "
         "'deserializers'.",
         "deserializers");
+  }
+
+  // CNTK finds this out only when no key matches the features ("Could not reconcile data between different
+  // deserializers..."), which names no file.
+  [[noreturn]] void throw_no_utterances() const {
+    SourceLocation where;
+    where.file = options_.mlf_files.back();
+    where.byte_offset = files_.back()->size();  // read to its end without finding one
+    where.stream = options_.name;
+    std::string text = "HTKMLFDeserializer: No utterances to process: ";
+    if (options_.mlf_files.size() == 1) {
+      text += "the MLF file holds no complete utterance (a quoted key line, label lines and a '.' line).";
+    } else {
+      text += "none of its " + std::to_string(options_.mlf_files.size()) +
+              " MLF files holds a complete utterance (a quoted key line, label lines and a '.' line).";
+    }
+    throw FormatError(text, where);
   }
 
   SourceLocation utterance_location(const MlfUtterance& utt) const {
