@@ -54,6 +54,10 @@ class Deserializer {
   /// its maxErrors (rows, samples), and sequences a key lookup cannot reach (a key held twice). Nothing by
   /// default. May run while another thread loads chunks.
   virtual void add_skips(SkipReport& report) const { (void)report; }
+  /// True when each sequence of this deserializer labels the samples of the primary sequence with the same
+  /// key one for one (MLF labels of feature frames): a composite reader refuses one that is longer than the
+  /// primary's, before anything is loaded.
+  virtual bool labels_primary_samples() const { return false; }
   /// Throws IoError when a file whose bytes this deserializer hands out in place (a memory mapping) was cut
   /// by another process while they were read: what was delivered since may hold zeros the file never had.
   /// The pipeline calls it after each minibatch's values are copied. Nothing by default.

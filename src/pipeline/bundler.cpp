@@ -110,6 +110,18 @@ class Bundler final : public Deserializer {
             }
             break;
           }
+          if (members_[d]->labels_primary_samples() && s->number_of_samples > p.number_of_samples) {
+            // CNTK packs the longer label sequence as it is: a few bytes of MLF can claim a billion frames.
+            SourceLocation where = members_[d]->sequence_location(p.key);
+            const std::string key = members_[0]->key_to_string(p.key);
+            where.sequence_key = key;
+            throw FormatError("The labels of sequence '" + key + "' cover " +
+                                  std::to_string(s->number_of_samples) + " frames, but its " +
+                                  members_[0]->streams().front().name + " have " +
+                                  std::to_string(p.number_of_samples) +
+                                  ": labels must not run past the frames they label.",
+                              std::move(where));
+          }
           max_length = std::max(max_length, s->number_of_samples);
           if (static_cast<int>(d) == defining) defining_length = s->number_of_samples;
         }

@@ -368,6 +368,52 @@ std::vector<Case> htk_cases() {
         "data.mlf", 0, 0, 8, "labels");
     add(std::move(c));
   }
+  {
+    // Features (3 frames each) joined with an MLF: one holds utterance a twice, the other labels a with more
+    // frames than its features have.
+    const std::string config =
+        "Train = [ reader = [\n"
+        "  randomize = false\n"
+        "  deserializers = (\n"
+        "    [ type = \"HTKFeatureDeserializer\" ; module = \"HTKDeserializers\"\n"
+        "      input = [ features = [ dim = 3 ; scpFile = \"$dir$/data.scp\" ] ] ]:\n"
+        "    [ type = \"HTKMLFDeserializer\" ; module = \"HTKDeserializers\"\n"
+        "      input = [ labels = [ labelDim = 4 ; mlfFile = \"$dir$/data.mlf\" ] ] ]\n"
+        "  )\n"
+        "] ]\n";
+    const std::map<std::string, std::string> features = {
+        {"x.htk", htk_bytes(6, 6, 3)}, {"data.scp", "a.f=.../x.htk[0,2]\nb.f=.../x.htk[3,5]\n"}};
+    Case twice;
+    twice.name = "htk_reader_with_an_utterance_twice_in_the_mlf";
+    twice.run = [config, features](const std::string& dir) {
+      std::map<std::string, std::string> files = features;
+      files["data.mlf"] =
+          "#!MLF!#\n\"a.lab\"\n0 300000 s 1\n.\n\"b.lab\"\n0 300000 s 2\n.\n\"a.lab\"\n0 300000 s 3\n.\n";
+      return run_reader(dir, config, files);
+    };
+    twice.expect = ok("a | b");
+    twice.expect.skips = Skips{
+        0,
+        0,
+        0,
+        {"data.mlf:8 (utterance a: its key repeats data.mlf:2; a composite reader joins on the first only)"}};
+    twice.expect.sequences_dropped = 1;
+    add(std::move(twice));
+    // CNTK packs the 4-frame label sequence next to the 3 feature frames (a few bytes can claim billions).
+    Case longer;
+    longer.name = "htk_reader_with_labels_longer_than_their_features";
+    longer.run = [config, features](const std::string& dir) {
+      std::map<std::string, std::string> files = features;
+      files["data.mlf"] = "#!MLF!#\n\"a.lab\"\n0 400000 s 1\n.\n\"b.lab\"\n0 300000 s 2\n.\n";
+      return run_reader(dir, config, files);
+    };
+    longer.expect = format_error(
+        "The labels of sequence 'a' cover 4 frames, but its features have 3: labels must not run past the "
+        "frames they label.",
+        "data.mlf", 2, 0, 8, "labels", "a");
+    longer.expect.data = "";
+    add(std::move(longer));
+  }
   add(mlf("mlf_ends_inside_its_only_utterance", "#!MLF!#\n\"a.lab\"\n0 1 s 1\n",
           format_error(
               "HTKMLFDeserializer: No utterances to process: the MLF file holds no complete utterance (a "

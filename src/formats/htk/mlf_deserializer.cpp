@@ -223,9 +223,11 @@ class MlfDeserializer final : public Deserializer {
     if (utterances_.empty()) throw_no_utterances();
     by_id_.reserve(utterances_.size());
     for (uint32_t i = 0; i < utterances_.size(); ++i) by_id_.emplace_back(utterances_[i].id, i);
-    // Stable: of duplicate keys the first in file order is found (CNTK: unspecified).
+    // Stable: of duplicate keys the first in file order is found (CNTK: unspecified, silently). The others
+    // are never read: warned about and counted in the skip report.
     std::stable_sort(by_id_.begin(), by_id_.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
+    report_duplicate_keys();
     uint64_t frames = 0;
     for (const MlfUtterance& u : utterances_) frames += u.frames;
     logger_.log(core::LogLevel::kInfo, "MLF Deserializer: '" + std::to_string(utterances_.size()) +
@@ -242,6 +244,21 @@ class MlfDeserializer final : public Deserializer {
   }
 
   const std::vector<StreamInfo>& streams() const override { return streams_; }
+
+  bool labels_primary_samples() const override { return true; }
+
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    auto it = std::lower_bound(by_id_.begin(), by_id_.end(), key.sequence,
+                               [](const std::pair<uint64_t, uint32_t>& e, uint64_t id) { return e.first < id; });
+    if (it == by_id_.end() || it->first != key.sequence) return {};
+    return utterance_location(utterances_[it->second]);
+  }
+
+  void add_skips(SkipReport& report) const override {
+    report.sequences_skipped += unreachable_duplicates_;
+    report.first_locations.insert(report.first_locations.end(), duplicate_locations_.begin(),
+                                  duplicate_locations_.end());
+  }
 
   std::vector<ChunkInfo> chunk_infos() const override { throw_not_primary(); }
 
@@ -369,6 +386,42 @@ class MlfDeserializer final : public Deserializer {
     }
   }
 
+  // An utterance whose key an earlier one holds is never read by the composite reader: say which.
+  void report_duplicate_keys() {
+    constexpr size_t kReported = 10;
+    std::vector<std::pair<uint32_t, uint32_t>> duplicates;  // (utterance kept, utterance never read)
+    for (size_t i = 1; i < by_id_.size(); ++i) {
+      if (by_id_[i].first != by_id_[i - 1].first) continue;
+      size_t first = i - 1;
+      while (first > 0 && by_id_[first - 1].first == by_id_[i].first) --first;
+      ++unreachable_duplicates_;
+      duplicates.emplace_back(by_id_[first].second, by_id_[i].second);
+    }
+    // The earliest in file order (utterances are numbered in file order).
+    std::sort(duplicates.begin(), duplicates.end(),
+              [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (duplicates.size() > kReported) duplicates.resize(kReported);
+    auto place = [&](uint32_t u) {
+      return files_[utterances_[u].file]->path() + ":" + std::to_string(utterances_[u].key_line);
+    };
+    for (const auto& [kept, dropped] : duplicates) {
+      const std::string key = options_.keys->key_of(utterances_[kept].id);
+      duplicate_locations_.push_back(place(dropped) + " (utterance " + key + ": its key repeats " +
+                                     place(kept) + "; a composite reader joins on the first only)");
+      logger_.log(core::LogLevel::kWarning,
+                  "WARNING: utterance key " + key +
+                      " appears more than once in the MLF: a composite reader reads the "
+                      "labels at " +
+                      place(kept) + " and never those at " + place(dropped) + ".");
+    }
+    if (unreachable_duplicates_ > duplicates.size()) {
+      logger_.log(core::LogLevel::kWarning,
+                  "WARNING: " + std::to_string(unreachable_duplicates_) +
+                      " MLF utterances repeat an earlier utterance's key and are never "
+                      "read by the composite reader.");
+    }
+  }
+
   void index_file(const std::string& path) {
     const auto file_index = static_cast<uint32_t>(files_.size());
     files_.push_back(std::make_unique<core::MappedFile>(path, "error opening file"));
@@ -483,6 +536,8 @@ class MlfDeserializer final : public Deserializer {
   std::vector<MlfUtterance> utterances_;
   std::vector<MlfChunkDescription> chunks_;
   std::vector<std::pair<uint64_t, uint32_t>> by_id_;  // (key id, utterance), sorted by id
+  uint64_t unreachable_duplicates_ = 0;               // utterances whose key an earlier one holds
+  std::vector<std::string> duplicate_locations_;      // the first of them, for the skip report
   mutable std::mutex beyond_mutex_;
   mutable std::unordered_map<uint32_t, uint32_t> beyond_labels_;  // utterance -> feature frames asked for
   mutable std::set<uint32_t> warned_;
