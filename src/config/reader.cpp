@@ -1,12 +1,9 @@
 // Assembling the config text: reading files line by line, stripping comments, expanding `include=` lines.
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <fstream>
-#include <iterator>
 
 #include "config/scope.hpp"
+#include "core/input_file.hpp"
 
 namespace cntkio::config_detail {
 
@@ -81,18 +78,8 @@ SourceText read_config_text(std::string_view content, const std::string& name) {
 }
 
 SourceText read_config_file(const std::string& path) {
-  // A directory opens and reads as empty through ifstream, and a FIFO blocks the open: reject both.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    throw IoError(S_ISDIR(st.st_mode) ? "cannot read config file (it is a directory)"
-                                      : "cannot read config file (not a regular file)",
-                  path, S_ISDIR(st.st_mode) ? EISDIR : 0);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError("cannot open config file", path, errno);
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw IoError("cannot read config file", path, errno);
-  return read_config_text(content, path);
+  // Directories, FIFOs and devices are refused there (they would read as empty, block, or never end).
+  return read_config_text(core::read_input_file(path, "cannot open config file"), path);
 }
 
 SourceText resolve_includes(const SourceText& text, std::vector<std::string>& seen) {

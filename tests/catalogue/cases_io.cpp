@@ -117,7 +117,7 @@ std::vector<Case> io_cases() {
         std::filesystem::create_directories(d + "/conf");
         return std::vector{d + "/conf"};
       },
-      io_error("cannot read config file (it is a directory)", "conf", EISDIR)));
+      io_error("cannot open config file (it is a directory)", "conf", EISDIR)));
   add(config_file_case(
       "io_config_fifo_does_not_block",
       [](const std::string& d) {
