@@ -10,7 +10,7 @@ packages=(
   clang-format python3
   clang libclang-rt-14-dev
   openmpi-bin libopenmpi-dev
-  libopencv-dev libzip-dev libboost-dev libturbojpeg0-dev
+  libopencv-dev libzip-dev libboost-dev libturbojpeg0-dev zlib1g-dev
   python3-dev python3-numpy python3-scipy python3-torch python3-pybind11 pybind11-dev python3-pytest
   dpkg-dev doxygen
   python3-pandas python3-sklearn

@@ -449,6 +449,38 @@ TEST(ImageTransforms, MeanSubtractsElementWiseAsHwcBgr) {
   for (size_t i = 0; i < 12; ++i) EXPECT_EQ(out.values[i], pixels[i] - mean[i]);
 }
 
+// OpenCV writes and reads `.gz` storage itself when it has the path; cntkio reads the bytes and inflates them.
+TEST(ImageTransforms, AGzipCompressedMeanFileIsRead) {
+  std::vector<float> mean(12);
+  for (size_t i = 0; i < mean.size(); ++i) mean[i] = 0.25f * static_cast<float>(i);
+  ImageMeanOptions o;
+  o.file = write_mean("mean.xml.gz", 3, 2, 2, mean);
+  {
+    std::ifstream in(o.file, std::ios::binary);
+    ASSERT_EQ(in.get(), 0x1f);  // really gzip
+  }
+  Runner r({o});
+  Result out = r.run(gradient()(cv::Rect(0, 0, 2, 2)).clone());
+  const std::vector<double> pixels = gradient_rect(0, 0, 2, 2);
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(out.values[i], pixels[i] - mean[i]);
+}
+
+TEST(ImageTransforms, ADamagedGzipMeanFileNamesTheFile) {
+  ImageMeanOptions o;
+  o.file = (temp_dir() / "cut.xml.gz").string();
+  {
+    std::ofstream out(o.file, std::ios::binary);
+    out << std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8);
+  }
+  try {
+    Runner r({o});
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.location().file, o.file);
+    EXPECT_NE(std::string(e.what()).find("gzip file is damaged"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ImageTransforms, MeanOfAnotherSizeIsIgnoredWithAWarning) {
   ImageMeanOptions o;
   o.file = write_mean("mean_small.xml", 3, 1, 1, {1, 2, 3});

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <zlib.h>
+
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <optional>
@@ -64,12 +66,47 @@ void to_float(cv::Mat& mat, ElementType precision) {
   }
 }
 
+// The inflated bytes of the gzip data `compressed` (the file `path`). FormatError if they are not valid gzip or
+// inflate past 256 MiB (no mean or eigen file comes near; a gzip bomb must not take the memory).
+std::string gunzip(const std::string& compressed, const std::string& path) {
+  constexpr size_t kMaxInflated = 256u << 20;
+  z_stream stream{};
+  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) throw Error("zlib: inflateInit2 failed");
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  std::string out;
+  int status = Z_OK;
+  while (status == Z_OK) {
+    const size_t done = out.size();
+    if (done >= kMaxInflated) break;
+    out.resize(std::min(kMaxInflated, std::max<size_t>(4 * compressed.size(), done * 2 + 65536)));
+    stream.next_out = reinterpret_cast<Bytef*>(out.data() + done);
+    stream.avail_out = static_cast<uInt>(out.size() - done);
+    status = inflate(&stream, Z_NO_FLUSH);
+    out.resize(out.size() - stream.avail_out);
+  }
+  inflateEnd(&stream);
+  if (status != Z_STREAM_END) {
+    SourceLocation where;
+    where.file = path;
+    throw FormatError(status == Z_OK ? "The gzip file inflates to more than 256 MiB."
+                                     : "The gzip file is damaged (zlib status " + std::to_string(status) + ").",
+                      where);
+  }
+  return out;
+}
+
 // An OpenCV FileStorage (XML, YAML or JSON) parsed from the bytes of `path`, read through core::InputFile
 // (OpenCV is never handed the path: a FIFO would block it). IoError "Could not open file: <path>" when the
 // file cannot be read; FormatError with the same text when OpenCV cannot parse it.
 cv::FileStorage open_storage(const std::string& path) {
   const std::string open_failure = "Could not open file: " + path;
-  const std::string content = core::read_input_file(path, open_failure);
+  std::string content = core::read_input_file(path, open_failure);
+  // OpenCV reads gzip-compressed storage (`mean.xml.gz`) only from a path: inflate it here.
+  if (content.size() >= 2 && static_cast<unsigned char>(content[0]) == 0x1f &&
+      static_cast<unsigned char>(content[1]) == 0x8b) {
+    content = gunzip(content, path);
+  }
   cv::FileStorage storage;
   try {
     storage.open(content, cv::FileStorage::READ | cv::FileStorage::MEMORY);
