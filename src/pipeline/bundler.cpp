@@ -115,12 +115,11 @@ class Bundler final : public Deserializer {
             SourceLocation where = members_[d]->sequence_location(p.key);
             const std::string key = members_[0]->key_to_string(p.key);
             where.sequence_key = key;
-            throw FormatError("The labels of sequence '" + key + "' cover " +
-                                  std::to_string(s->number_of_samples) + " frames, but its " +
-                                  members_[0]->streams().front().name + " have " +
-                                  std::to_string(p.number_of_samples) +
-                                  ": labels must not run past the frames they label.",
-                              std::move(where));
+            throw FormatError(
+                "The labels of sequence '" + key + "' cover " + std::to_string(s->number_of_samples) +
+                    " frames, but its " + members_[0]->streams().front().name + " have " +
+                    std::to_string(p.number_of_samples) + ": labels must not run past the frames they label.",
+                std::move(where));
           }
           max_length = std::max(max_length, s->number_of_samples);
           if (static_cast<int>(d) == defining) defining_length = s->number_of_samples;

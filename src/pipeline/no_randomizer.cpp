@@ -51,12 +51,8 @@ void NoRandomizer::enter_chunk(size_t chunk) {
   sequence_in_chunk_ = 0;
   sequences_.clear();
   deserializer_->sequence_infos_for_chunk(chunks_[chunk].id, sequences_);
-  if (sequences_.size() != chunks_[chunk].number_of_sequences) {
-    throw Error("Chunk " + std::to_string(chunks_[chunk].id) + " lists " + std::to_string(sequences_.size()) +
-                " sequences but its chunk description says " +
-                std::to_string(chunks_[chunk].number_of_sequences) +
-                "; the deserializer's index is inconsistent.");
-  }
+  check_chunk_listing(chunks_[chunk].id, chunks_[chunk].number_of_sequences, chunks_[chunk].number_of_samples,
+                      sequences_);
 }
 
 void NoRandomizer::move_to_next_sequence() {

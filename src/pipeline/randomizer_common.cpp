@@ -84,6 +84,30 @@ void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, u
   if (std::find(out.chunks.begin(), out.chunks.end(), chunk) == out.chunks.end()) out.chunks.push_back(chunk);
 }
 
+void check_chunk_listing(uint32_t chunk_id, size_t described_sequences, size_t described_samples,
+                         const std::vector<SequenceInfo>& listed) {
+  const std::string chunk = "Chunk " + std::to_string(chunk_id);
+  const std::string inconsistent = "; the deserializer's index is inconsistent.";
+  if (listed.size() != described_sequences) {
+    throw Error(chunk + " lists " + std::to_string(listed.size()) +
+                " sequences but its chunk description says " + std::to_string(described_sequences) +
+                inconsistent);
+  }
+  size_t samples = 0;
+  for (const SequenceInfo& s : listed) {
+    if (s.number_of_samples == 0) {
+      throw Error(chunk + " lists sequence " + std::to_string(s.key.sequence) + " with no sample" +
+                  inconsistent);
+    }
+    samples += s.number_of_samples;
+  }
+  if (samples != described_samples) {
+    throw Error(chunk + " lists sequences of " + std::to_string(samples) +
+                " samples but its chunk description says " + std::to_string(described_samples) +
+                inconsistent);
+  }
+}
+
 ChunkPtr load_chunk_checked(Deserializer& deserializer, uint32_t chunk_id) {
   ChunkPtr chunk = deserializer.load_chunk(chunk_id);
   if (!chunk) throw Error("The deserializer returned no data for chunk " + std::to_string(chunk_id) + ".");

@@ -31,6 +31,12 @@ void check_budgets(size_t global_sample_count, size_t local_sample_count);
 void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
                      const SequenceKey& key, std::vector<SequenceData>& scratch);
 
+/// Throws Error unless the sequences `listed` for chunk `chunk_id` agree with its description: as many
+/// sequences, each of at least one sample, adding up to its samples. (A deserializer whose chunk samples
+/// exceed its sequences' would make a sweep wait forever for samples that never come.)
+void check_chunk_listing(uint32_t chunk_id, size_t described_sequences, size_t described_samples,
+                         const std::vector<SequenceInfo>& listed);
+
 /// Loads a chunk, checking that the deserializer returned one.
 ChunkPtr load_chunk_checked(Deserializer& deserializer, uint32_t chunk_id);
 

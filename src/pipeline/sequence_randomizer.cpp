@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cntkio/errors.hpp"
+#include "pipeline/randomizer_common.hpp"
 
 namespace cntkio::pipeline {
 
@@ -50,11 +51,7 @@ void SequenceRandomizer::randomize_next() {
     const RandomizedChunk& c = chunks[p];
     scratch_.clear();
     deserializer_.sequence_infos_for_chunk(c.chunk_id, scratch_);
-    if (scratch_.size() != c.number_of_sequences) {
-      throw Error("Chunk " + std::to_string(c.chunk_id) + " lists " + std::to_string(scratch_.size()) +
-                  " sequences but its chunk description says " + std::to_string(c.number_of_sequences) +
-                  "; the deserializer's index is inconsistent.");
-    }
+    check_chunk_listing(c.chunk_id, c.number_of_sequences, c.number_of_samples, scratch_);
     std::vector<RandomizedSequence> sequences(scratch_.size());
     for (size_t i = 0; i < scratch_.size(); ++i) {
       sequences[i] = {static_cast<uint32_t>(p), scratch_[i].index_in_chunk, scratch_[i].number_of_samples,

@@ -323,5 +323,39 @@ TEST(RandomizerInvalidSequences, TooManyInvalidSequencesThrow) {
   }
 }
 
+// Describes chunk 1 with more samples than its sequences hold (a lying CBF chunk table, a buggy user
+// deserializer): a sweep would wait forever for samples that never come.
+class OverstatedChunk : public MockDeserializer {
+ public:
+  OverstatedChunk() : MockDeserializer(std::vector<std::vector<uint32_t>>(3, std::vector<uint32_t>(4, 2))) {}
+  std::vector<ChunkInfo> chunk_infos() const override {
+    std::vector<ChunkInfo> infos = MockDeserializer::chunk_infos();
+    infos[1].number_of_samples += 100;
+    return infos;
+  }
+};
+
+TEST(RandomizerChunkListing, SamplesThatDisagreeWithTheChunkDescriptionAreAnErrorNotAnEndlessSweep) {
+  for (bool block : {false, true}) {
+    auto lying = std::make_shared<OverstatedChunk>();
+    std::unique_ptr<SequenceEnumerator> r;
+    if (block) {
+      r = std::make_unique<BlockRandomizer>(lying, 8, true, 0, 0);
+    } else {
+      r = std::make_unique<NoRandomizer>(lying, 0);
+    }
+    r->start_epoch(epoch_config());
+    try {
+      read_epoch(*r, *lying, 4, 4);
+      FAIL() << (block ? "block" : "none") << ": expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    "Chunk 1 lists sequences of 8 samples but its chunk description says 108"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cntkio::pipeline
