@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -10,6 +11,7 @@
 #include <set>
 #include <span>
 #include <thread>
+#include <unordered_map>
 
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
@@ -595,6 +597,9 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
     throw section.error("input", "The CTF reader section has no 'input' block describing its streams.");
   }
   Config input = section.get_block("input");
+  constexpr size_t kNone = SIZE_MAX;
+  std::unordered_map<std::string, size_t> first_with_alias;  // alias -> index of its first stream
+  size_t defining_index = kNone;                             // the first stream with definesMBSize=true
   for (const std::string& name : input.keys()) {
     Config stream = input.get_block(name);
     CtfStreamOptions s;
@@ -628,17 +633,20 @@ CtfOptions ctf_options_from_config(const Config& section, bool composite) {
       s.alias = name;
     }
     s.defines_mb_size = stream.get_bool("definesMBSize", false);
-    // The deserializer checks these too; here the error can point at the config text.
-    for (const CtfStreamOptions& earlier : options.streams) {
-      if (earlier.alias == s.alias) {
-        throw stream.error("alias",
-                           "Two streams use the alias '" + s.alias + "'; every input needs its own alias.");
-      }
-      if (earlier.defines_mb_size && s.defines_mb_size) {
-        throw stream.error("definesMBSize",
-                           "Only one stream may set definesMBSize=true ('" + name + "' is the second).");
-      }
+    // The deserializer checks these too; here the error can point at the config text. Of two conflicts,
+    // the one with the earlier stream is reported. A map, not a scan: configs may hold many thousand streams.
+    const size_t index = options.streams.size();
+    const auto [same_alias, alias_is_new] = first_with_alias.emplace(s.alias, index);
+    const bool second_defining = s.defines_mb_size && defining_index != kNone;
+    if (second_defining && (alias_is_new || defining_index < same_alias->second)) {
+      throw stream.error("definesMBSize",
+                         "Only one stream may set definesMBSize=true ('" + name + "' is the second).");
     }
+    if (!alias_is_new) {
+      throw stream.error("alias",
+                         "Two streams use the alias '" + s.alias + "'; every input needs its own alias.");
+    }
+    if (s.defines_mb_size) defining_index = index;
     options.streams.push_back(std::move(s));
   }
   std::string precision = section.get_string("precision", "float");
