@@ -7,6 +7,7 @@
 #include <limits>
 #include <new>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 #include "cntkio/errors.hpp"
@@ -927,10 +928,26 @@ class ChunkParser {
   std::vector<StreamStorage<T>>& storage_;  // this parser's part of the chunk, per stream
   uint32_t part_;
   bool speculative_;
-  // Index of the stream with alias `name`, or aliases_.size(). Streams are few: a linear scan beats hashing.
-  // Rows usually list the streams in the same order, so the search starts after the last one found.
+  // Index of the stream with alias `name`, or aliases_.size(). Streams are usually few: a linear scan beats
+  // hashing. Rows usually list the streams in the same order, so the search starts after the last one found.
+  // Beyond kStreamsScanned streams, a miss of that guess is looked up in a map: a scan of thousands of
+  // streams for each sample would make a row's parse quadratic in the streams.
   size_t find_stream(std::string_view name) {
     const size_t n = aliases_.size();
+    if (n > kStreamsScanned) {
+      size_t i = next_stream_guess_;
+      if (aliases_[i] != name) {
+        if (stream_by_alias_.empty()) {
+          stream_by_alias_.reserve(n);
+          for (size_t k = 0; k < n; ++k) stream_by_alias_.emplace(aliases_[k], k);
+        }
+        const auto it = stream_by_alias_.find(name);
+        if (it == stream_by_alias_.end()) return n;
+        i = it->second;
+      }
+      next_stream_guess_ = i + 1 == n ? 0 : i + 1;
+      return i;
+    }
     for (size_t k = 0, i = next_stream_guess_; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
       const std::string& alias = aliases_[i];
       if (alias.size() != name.size()) continue;
@@ -952,6 +969,9 @@ class ChunkParser {
   std::vector<bool> dense_;   // per stream
 
   std::vector<std::string> aliases_;
+  static constexpr size_t kStreamsScanned = 16;
+  // Views of aliases_, built at the first miss of the guess beyond kStreamsScanned streams.
+  std::unordered_map<std::string_view, size_t> stream_by_alias_;
   size_t max_alias_length_ = 0;
   int defining_stream_ = -1;
   std::vector<uint64_t> samples_;
