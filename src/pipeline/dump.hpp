@@ -26,14 +26,26 @@ struct DumpOptions {
   bool shared_layout = true;          ///< requested streams must have identical layouts
   size_t max_minibatches = 10;        ///< per epoch (CNTK's test harness writes at most 10)
   bool keys = false;                  ///< write sequence keys instead of values
+  /// Write sparse streams as `index:value` entries (any dim) rather than as dense rows (at most
+  /// kMaxDensifiedDim; a larger sparse stream is refused).
+  bool sparse_entries = false;
   /// Receives what the reader skipped under maxErrors, also when an error ends the run; null: not wanted.
   SkipReport* skip_report = nullptr;
 };
 
-/// Builds the reader and writes the minibatches to `out`. Throws cntkio errors.
+/// The largest dimension of a sparse stream that dump writes as dense rows: one sample of dimension D
+/// becomes a line of D numbers (CNTK's reader tests use at most 10000).
+inline constexpr size_t kMaxDensifiedDim = size_t{1} << 20;
+
+/// Builds the reader and writes the minibatches to `out`. Throws cntkio errors; a UsageError, before
+/// anything is read, for a sparse stream above kMaxDensifiedDim unless `sparse_entries` is set.
 void run_dump(const DumpOptions& options, std::ostream& out);
 
-/// Writes the non-gap columns of `batch` (dense or sparse, float or double) with `%.6g`, one line per sample.
-void write_stream_batch(const StreamBatch& batch, std::ostream& out);
+/// Writes the non-gap columns of `batch` (dense or sparse, float or double) with `%.6g`, one line per sample,
+/// time-major. A sparse column is written as a dense row (the last of duplicate indices wins), or, with
+/// `sparse_entries`, as its `index:value` entries in stored order separated by spaces. Time and memory are
+/// linear in the columns and values written. Throws UsageError for a dense row of a sparse stream above
+/// kMaxDensifiedDim.
+void write_stream_batch(const StreamBatch& batch, std::ostream& out, bool sparse_entries = false);
 
 }  // namespace cntkio::pipeline

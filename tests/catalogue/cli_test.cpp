@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <iterator>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -45,6 +46,21 @@ CliRun run_shell(const std::string& command_line) {
 
 CliRun run(const std::string& arguments) {
   return run_shell(cli_path().string() + " " + arguments);
+}
+
+constexpr bool kSanitized =
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    true;
+#else
+    false;
+#endif
+
+// `run` with 4 GiB of address space and 60 s of CPU time, so that a run whose memory or time grows out of
+// proportion to its input fails (exit code -1 when killed) instead of exhausting the machine. Sanitizer
+// builds run unbounded: their runtimes reserve terabytes of address space and run many times slower.
+CliRun run_bounded(const std::string& arguments) {
+  const std::string limits = kSanitized ? "" : "ulimit -v 4194304 && ulimit -t 60 && ";
+  return run_shell(limits + cli_path().string() + " " + arguments);
 }
 
 class Cli : public ::testing::Test {
@@ -303,4 +319,59 @@ TEST_F(Cli, FailedConversionsToHtkLeaveNothing) {
   EXPECT_EQ(full.exit_code, 5) << full.output;
   EXPECT_NE(full.output.find("File too large"), std::string::npos) << full.output;
   EXPECT_EQ(contents(), before);
+}
+
+// dump writes a sparse sample as a dense row of dim numbers; past kMaxDensifiedDim (2^20) it refuses before
+// reading, without allocating a row (a dim of 2^31-1 once allocated 16 GiB per sample), and
+// --sparse-entries writes the stored entries instead.
+TEST_F(Cli, DumpRefusesToDensifyHugeSparseStreamsAndWritesTheirEntries) {
+  const std::string data = write("d.ctf", "0 |y 2147483646:1.5\n1 |y 3:2 0:-1\n");
+  const std::string config =
+      write("c.cntk", "Train = [\n  reader = [\n    file = \"" + data +
+                          "\"\n    randomize = false\n"
+                          "    input = [ y = [ dim = 2147483647 ; format = sparse ] ]\n  ]\n]\n");
+  CliRun dense = run_bounded("dump --config " + config + " --section Train --mb-size 4");
+  EXPECT_EQ(dense.exit_code, 2) << dense.output;
+  EXPECT_EQ(
+      dense.output,
+      "error: Stream 'y' is sparse with dim 2147483647, above the largest dim dump writes as dense rows "
+      "(1048576): write its samples as index:value entries (cntkio dump --sparse-entries), or leave it "
+      "out.\n");
+  CliRun entries = run_bounded("dump --config " + config + " --section Train --mb-size 4 --sparse-entries");
+  EXPECT_EQ(entries.exit_code, 0) << entries.output;
+  EXPECT_EQ(entries.output, "2147483646:1.5\n3:2 0:-1\n");
+}
+
+namespace {
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+// One minibatch of 100,000 rows writes what 100,000 minibatches of one row write (gaps and sparse rows
+// included); writing it once took time in rows squared (a layout search per row).
+TEST_F(Cli, DumpOfOneHugeMinibatchEqualsDumpOfOneRowMinibatches) {
+  std::string rows;
+  for (int i = 0; i < 100000; ++i) {
+    rows += std::to_string(i) + " |a " + std::to_string(i) + ".25 |b " + std::to_string(i % 5) + ":" +
+            std::to_string(i % 3 + 1) + "\n";
+  }
+  const std::string data = write("d.ctf", rows);
+  const std::string config = write(
+      "c.cntk", "Train = [\n  reader = [\n    file = \"" + data +
+                    "\"\n    randomize = false\n"
+                    "    input = [ a = [ dim = 1 ; format = dense ] ; b = [ dim = 5 ; format = sparse ] ]\n"
+                    "  ]\n]\n");
+  for (const char* stream : {"a", "b"}) {
+    const std::string base = "dump --config " + config + " --section Train --features " + stream +
+                             " --max-minibatches 1000000 --output " + (dir_ / "out").string();
+    CliRun huge = run_bounded(base + "-huge --mb-size 100000");
+    ASSERT_EQ(huge.exit_code, 0) << huge.output;
+    CliRun small = run_bounded(base + "-small --mb-size 1");
+    ASSERT_EQ(small.exit_code, 0) << small.output;
+    const std::string written = read_text(dir_ / "out-huge");
+    EXPECT_EQ(std::count(written.begin(), written.end(), '\n'), 100000) << stream;
+    EXPECT_TRUE(written == read_text(dir_ / "out-small")) << stream;
+  }
 }

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "cntkio/config.hpp"
 #include "cntkio/errors.hpp"
@@ -64,7 +65,12 @@ Command add_dump_command(CLI::App& app) {
       "dump", "Read a reader section and write its minibatches as text, as CNTK's reader tests do");
   cmd->footer(
       "Values are written one sample per line (%.6g), time-major over parallel sequences, gaps skipped; "
-      "features first, then labels.");
+      "features first, then labels. A sparse sample is written as a dense row of its dim values; a sparse "
+      "stream above dim " +
+      std::to_string(pipeline::kMaxDensifiedDim) +
+      " (2^20) is refused unless --sparse-entries, which writes every sparse sample as its index:value "
+      "entries "
+      "in stored order (an empty line for none).");
   cmd->add_option("--config", dump.config_file, "CNTK config file")->required();
   cmd->add_option("--section", dump.section, "Top-level block that holds the reader")->required();
   cmd->add_option("--reader-section", dump.reader_section, "Reader block inside the section")
@@ -89,6 +95,8 @@ Command add_dump_command(CLI::App& app) {
       ->default_val(10)
       ->check(count_validator());
   cmd->add_flag("--keys", dump.keys, "Write the sequence keys of each minibatch instead of values");
+  cmd->add_flag("--sparse-entries", dump.sparse_entries,
+                "Write sparse samples as their index:value entries instead of dense rows");
   cmd->add_option("--output", args->output, "Output file (default: standard output)");
   return Command{
       cmd, [args]() {
