@@ -290,7 +290,7 @@ class ChunkParser {
     // would be read twice: after 8 failures in at least every 8th sequence, this parser stops trying.
     const bool try_fast = ctx_.row_fast_path && (fast_failures_ < 8 || fast_failures_ * 8 < fast_attempts_);
     fast_attempts_ += try_fast ? 1 : 0;
-    if (try_fast && !read_rows_fast(sequence, rows_read)) {
+    if (try_fast && !read_rows_fast(rows_read)) {
       ++fast_failures_;
       // Something the fast path does not decide: parse the sequence again with every rule and message.
       for (size_t s = 0; s < num_streams; ++s) {
@@ -480,15 +480,8 @@ class ChunkParser {
   // a row draws no message and no error in the general path, whose loop it mirrors step for step; the
   // values and sample counts are the same. Returns false at anything else, leaving partial output that the
   // caller discards before parsing the sequence again with read_row().
-  bool read_rows_fast(const IndexedSequence& sequence, uint64_t& rows_read) {
+  bool read_rows_fast(uint64_t& rows_read) {
     const size_t num_streams = storage_.size();
-    // A pair takes at least 4 bytes of the sequence ("1:1" and the byte after it), a sample at least 2.
-    for (size_t s = 0; s < num_streams; ++s) {
-      if (dense_[s]) continue;
-      storage_[s].values.make_room(sequence.size / 4 + 1);
-      storage_[s].indices.make_room(sequence.size / 4 + 1);
-      storage_[s].nnz_counts.make_room(sequence.size / 2 + 1);
-    }
     const char* p = data_ + pos_;
     const char* const e = data_ + end_;
     while (p < e) {
@@ -532,14 +525,23 @@ class ChunkParser {
           storage.values.set_size(storage.values.size() + dim);
         } else {
           const uint64_t dim = dims_[stream];
-          T* const values = storage.values.data();
-          int32_t* const indices = storage.indices.data();
+          T* values = storage.values.data();
+          int32_t* indices = storage.indices.data();
           size_t n = storage.values.size();
           const size_t first = n;
+          // Room grows with the sample's entries (the part's storage was reserved ahead): room for the rest
+          // of the sequence in every sparse stream would cost streams times bytes.
+          size_t room = std::min(storage.values.capacity(), storage.indices.capacity());
           for (;;) {
             while (p < e && is_value_delimiter(*p)) ++p;
             if (p >= e) return false;
             if (*p == kNamePrefix || *p == kRowDelimiter || *p == '\r') break;
+            if (n == room) {
+              const size_t more = std::max<size_t>(16, n - first);
+              values = storage.values.make_room(n - first + more) - first;  // size() is still `first`
+              indices = storage.indices.make_room(n - first + more) - first;
+              room = n + more;
+            }
             const char* const digits = p;
             uint64_t index = 0;
             while (p < e && is_digit(*p) && p - digits < 10)
@@ -1005,16 +1007,27 @@ void reserve_part(const ParseContext& context, std::span<const IndexedSequence> 
     samples += s.samples;
   }
   const size_t num_streams = context.streams->size();
+  size_t num_dense = 0;
+  for (const StreamInfo& stream : *context.streams) num_dense += stream.storage == StorageFormat::kDense;
+  // Bounds for all streams together: about one dense value per byte, and a sparse entry takes at least 4
+  // bytes ("1:1 "). Untouched reserved pages cost no memory, so a few streams may each reserve the whole
+  // bound; with many streams each reserves a share, which keeps the part's reservation linear in its bytes
+  // rather than in bytes times streams.
+  constexpr uint64_t kStreamsReservingAll = 4;
+  auto share = [&](uint64_t bound, size_t streams) {
+    return streams <= kStreamsReservingAll ? bound : bound * kStreamsReservingAll / streams;
+  };
+  const uint64_t dense_values = share(bytes, num_dense);
+  const uint64_t sparse_entries = share(bytes / 4, num_streams - num_dense);
   for (size_t s = 0; s < num_streams; ++s) {
     const StreamInfo& stream = (*context.streams)[s];
     auto key = [&](StorageArray array) { return storage_key(part_index, s, num_streams, array); };
     if (stream.storage == StorageFormat::kDense) {
       reserve_recycled(context, key(StorageArray::kValues),
-                       std::min<uint64_t>(samples * stream.sample_dim(), bytes), part[s].values);
+                       std::min<uint64_t>(samples * stream.sample_dim(), dense_values), part[s].values);
     } else {
-      // An entry takes at least 4 bytes ("1:1 "); untouched reserved pages cost no memory.
-      reserve_recycled(context, key(StorageArray::kValues), bytes / 4, part[s].values);
-      reserve_recycled(context, key(StorageArray::kIndices), bytes / 4, part[s].indices);
+      reserve_recycled(context, key(StorageArray::kValues), sparse_entries, part[s].values);
+      reserve_recycled(context, key(StorageArray::kIndices), sparse_entries, part[s].indices);
       reserve_recycled(context, key(StorageArray::kNnzCounts), 0, part[s].nnz_counts);
     }
   }
