@@ -1126,19 +1126,23 @@ std::pair<void*, size_t> StorageRecycler::take(size_t key, size_t min_bytes) {
   return {nullptr, 0};
 }
 
-void StorageRecycler::give(size_t key, void* block, size_t bytes) {
+void StorageRecycler::give(size_t key, void* block, size_t bytes) noexcept {
   if (bytes < kMinBytes) {
     std::free(block);
     return;
   }
   void* replaced = nullptr;
-  {
+  try {
     std::lock_guard<std::mutex> lock(mutex_);
     auto [it, added] = blocks_.try_emplace(key, block, bytes);
     if (!added) {
       replaced = it->second.first;
       it->second = {block, bytes};
     }
+  } catch (const std::bad_alloc&) {
+    // Called from a chunk's destructor, maybe while a bad_alloc unwinds: keeping the block is only a
+    // saving, so free it rather than let an exception leave the destructor.
+    replaced = block;
   }
   std::free(replaced);
 }

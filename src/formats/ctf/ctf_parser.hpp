@@ -62,7 +62,7 @@ class StorageRecycler {
   /// {nullptr, 0}. The caller owns the block (from malloc).
   std::pair<void*, size_t> take(size_t key, size_t min_bytes);
   /// Keeps `block` (from malloc, `bytes` long) for `key`, freeing the block it replaces, or frees it.
-  void give(size_t key, void* block, size_t bytes);
+  void give(size_t key, void* block, size_t bytes) noexcept;
   size_t held_bytes() const;
 
  private:
