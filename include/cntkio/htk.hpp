@@ -22,6 +22,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,10 +77,14 @@ struct MlfOptions {
 
 /// HTKFeatureDeserializer options from a composite deserializer section (CNTK's rules: only the
 /// alphabetically first `input` stream is used; scpFile/dim/contextWindow/... from the stream record and its
-/// parents; maxSequenceSize/definesMBSize from the `input` record and its parents). Throws ConfigError.
-HtkFeatureOptions htk_feature_options_from_config(const Config& section);
-/// HTKMLFDeserializer options from a composite deserializer section. Throws ConfigError.
-MlfOptions mlf_options_from_config(const Config& section);
+/// parents; maxSequenceSize/definesMBSize from the `input` record and its parents). `frame_mode`: the
+/// reader's packing (a composite reader decides it); unset, the section's `frameMode` (default true).
+/// Throws ConfigError.
+HtkFeatureOptions htk_feature_options_from_config(const Config& section,
+                                                  std::optional<bool> frame_mode = std::nullopt);
+/// HTKMLFDeserializer options from a composite deserializer section (`frame_mode` as above). Throws
+/// ConfigError.
+MlfOptions mlf_options_from_config(const Config& section, std::optional<bool> frame_mode = std::nullopt);
 
 /// Reads the SCP file and the first feature file's header. Throws FormatError, IoError, ConfigError.
 std::shared_ptr<Deserializer> make_htk_feature_deserializer(const HtkFeatureOptions& options);

@@ -20,6 +20,7 @@
 
 #include "cntkio/config.hpp"
 #include "cntkio/minibatch.hpp"
+#include "cntkio/reader_spec.hpp"
 #include "cntkio/skip_report.hpp"
 #include "cntkio/stream.hpp"
 
@@ -85,6 +86,10 @@ class MinibatchSource {
   /// Creates the reader described by a reader section (stand-alone `readerType` or composite
   /// `deserializers`). Relative file paths resolve against the current directory.
   static std::unique_ptr<MinibatchSource> from_config(const Config& reader_section);
+  /// Creates the reader `spec` describes (cntkio/reader_spec.hpp): loads the modules it names, applies the
+  /// defaults its formats imply, and builds the pipeline. Throws ConfigError, UsageError (options of the
+  /// wrong type), FormatError and IoError from the deserializers.
+  static std::unique_ptr<MinibatchSource> create(const ReaderSpec& spec);
 
   /// The streams of the minibatches, in order.
   virtual const std::vector<StreamInfo>& streams() const = 0;

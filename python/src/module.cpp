@@ -23,9 +23,10 @@
 #include "cntkio/distributed.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/minibatch_source.hpp"
+#include "cntkio/reader_spec.hpp"
+#include "cntkio/registry.hpp"
 #include "cntkio/version.hpp"
 #include "formats/ctf/ctf_index_registry.hpp"
-#include "pipeline/registry.hpp"
 
 namespace py = pybind11;
 
@@ -82,17 +83,14 @@ void translate_exception(std::exception_ptr p) {
 
 // The packing the reader section selects (spec pipeline.md §1.2), which decides the dense array shape.
 PackingMode packing_mode(const Config& reader) {
-  if (reader.exists("deserializers")) {
-    if (reader.get_bool("truncated", false)) return PackingMode::kTruncated;
-    if (reader.get_bool("frameMode", false)) return PackingMode::kFrame;
-    std::vector<Config> sections = reader.get_block_array("deserializers");
-    const bool image_alone =
-        sections.size() == 1 && sections[0].get_string("type", "") == "ImageDeserializer";
-    return image_alone && reader.get_bool("randomize", true) ? PackingMode::kFrame : PackingMode::kSequence;
+  switch (*ReaderSpec::from_config(reader).source.packing) {
+    case Packing::kFrames:
+      return PackingMode::kFrame;
+    case Packing::kTruncatedSequences:
+      return PackingMode::kTruncated;
+    case Packing::kSequences:
+      break;
   }
-  const std::string type = pipeline::deserializer_type_for_reader(
-      reader.get_string("readerType", "Cntk.Deserializers.TextFormat"));
-  if (type == "CNTKTextFormatDeserializer" && reader.get_bool("frameMode", false)) return PackingMode::kFrame;
   return PackingMode::kSequence;
 }
 
@@ -394,7 +392,7 @@ PYBIND11_MODULE(_core, m) {
       "library "
       "has no such call. Called before a fork, it lets the child's allocations take fresh pages instead of "
       "copying the parent's.");
-  m.def("known_deserializer_types", &pipeline::known_deserializer_types);
+  m.def("known_deserializer_types", &registered_deserializer_types);
   m.def("ctf_index_builds", &ctf::index_builds,
         "CTF files indexed by scanning them in this process so far (a forked process counts on from its "
         "parent's number); a reader that took a shared index or read a cache adds none.");

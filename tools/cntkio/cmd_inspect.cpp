@@ -6,8 +6,8 @@
 #include "cntkio/config.hpp"
 #include "cntkio/ctf.hpp"
 #include "cntkio/minibatch_source.hpp"
+#include "cntkio/registry.hpp"
 #include "commands.hpp"
-#include "pipeline/registry.hpp"
 
 namespace cntkio::cli {
 namespace {
@@ -58,7 +58,9 @@ void run_inspect(const InspectOptions& o) {
   } else {
     std::string type = reader.get_string("readerType", "CNTKTextFormatReader");
     std::cout << "readerType " << type << '\n';
-    if (pipeline::deserializer_type_for_reader(type) == "CNTKTextFormatDeserializer") {
+    const auto reader_type = find_reader_type(type);
+    if (reader_type &&
+        ReaderSpec::from_config(reader).deserializers.front().type == "CNTKTextFormatDeserializer") {
       print_ctf_summary(reader, false);
     }
   }

@@ -58,11 +58,11 @@ std::vector<std::string> read_list_file(const std::string& path) {
 
 }  // namespace
 
-HtkFeatureOptions htk_feature_options_from_config(const Config& section) {
+HtkFeatureOptions htk_feature_options_from_config(const Config& section, std::optional<bool> frame_mode) {
   HtkFeatureOptions o;
   auto [name, stream] = first_input(section, "The HTKFeatureDeserializer");
   o.name = name;
-  o.frame_mode = section.get_bool("frameMode", true);
+  o.frame_mode = frame_mode.value_or(section.get_bool("frameMode", true));
   o.element_type = element_type_of(section);
   o.trace_level = trace_level_of(section);
   o.scp_file = stream.get_string("scpFile");
@@ -117,11 +117,11 @@ HtkFeatureOptions htk_feature_options_from_config(const Config& section) {
   return o;
 }
 
-MlfOptions mlf_options_from_config(const Config& section) {
+MlfOptions mlf_options_from_config(const Config& section, std::optional<bool> frame_mode) {
   MlfOptions o;
   auto [name, stream] = first_input(section, "The HTKMLFDeserializer");
   o.name = name;
-  o.frame_mode = section.get_bool("frameMode", true);
+  o.frame_mode = frame_mode.value_or(section.get_bool("frameMode", true));
   o.element_type = element_type_of(section);
   o.trace_level = trace_level_of(section);
   o.chunk_size_in_bytes = section.get_uint("chunkSizeInBytes", o.chunk_size_in_bytes);

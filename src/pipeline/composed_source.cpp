@@ -1,4 +1,7 @@
-#include "cntkio/minibatch_source.hpp"
+// ComposedSource: the MinibatchSource that drives a packer over an enumerator (randomizer, transforms):
+// CNTK's v1 epochs and v2 limits, read-ahead on a thread of its own, checkpoints (with truncated BPTT's
+// slots and the random transforms' draws) and the skip report. MinibatchSource::create assembles one.
+#include "pipeline/composed_source.hpp"
 
 #include <chrono>
 #include <deque>
@@ -10,51 +13,12 @@
 #include <optional>
 #include <vector>
 
-#include "cntkio/cbf.hpp"
-#include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
 #include "core/logger.hpp"
-#include "core/text.hpp"
 #include "core/thread_pool.hpp"
-#include "pipeline/block_randomizer.hpp"
-#include "pipeline/bundler.hpp"
-#include "pipeline/htk_legacy.hpp"
-#include "pipeline/image_reader.hpp"
-#include "pipeline/no_randomizer.hpp"
-#include "pipeline/packer.hpp"
-#include "pipeline/registry.hpp"
-#include "pipeline/skip_report.hpp"
-#include "pipeline/transform_stage.hpp"
 
-namespace cntkio {
+namespace cntkio::pipeline {
 namespace {
-
-using pipeline::EpochConfiguration;
-using pipeline::kRequestDataSize;
-
-constexpr size_t kRandomizeAuto = kRequestDataSize;  // CNTK's randomizeAuto: 2^62 - 1
-
-struct RandomizationSettings {
-  bool randomize = false;
-  size_t window = 0;
-  bool sample_based = false;
-  uint64_t seed = 0;
-};
-
-struct ReaderSettings {
-  bool prefetch = true;  // CNTK's `prefetch`: read the next minibatch while the caller works
-  size_t threads = 1;    // chunk-loading threads (`loaderThreads`, default: hardware threads; 0 = none)
-  int trace_level = 1;   // `traceLevel`: 0 errors only, 1 warnings, 2 info
-};
-
-ReaderSettings reader_settings(const Config& reader) {
-  ReaderSettings settings;
-  settings.prefetch = reader.get_bool("prefetch", true);
-  settings.threads = reader.get_uint("loaderThreads", core::ThreadPool::hardware_threads());
-  settings.trace_level = static_cast<int>(reader.get_uint("traceLevel", 1));
-  return settings;
-}
-
 class ComposedSource final : public MinibatchSource {
  public:
   ComposedSource(std::shared_ptr<pipeline::SequenceEnumerator> enumerator,
@@ -534,196 +498,13 @@ class ComposedSource final : public MinibatchSource {
   bool epoch_draws_exact_ = false;          // this v1 epoch began with the engines of an uninterrupted run
 };
 
-std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<Deserializer> deserializer,
-                                                              const RandomizationSettings& r,
-                                                              size_t max_invalid_sequences,
-                                                              const ReaderSettings& settings,
-                                                              pipeline::SkipSources* skips = nullptr) {
-  auto pool = settings.threads > 0 ? std::make_shared<core::ThreadPool>(settings.threads) : nullptr;
-  if (!r.randomize) {
-    auto randomizer =
-        std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), max_invalid_sequences, pool);
-    if (skips) {
-      skips->sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
-      skips->sequences_removed_keys = [randomizer] { return randomizer->invalid_sequence_keys(); };
-    }
-    return randomizer;
-  }
-  auto randomizer = std::make_shared<pipeline::BlockRandomizer>(
-      std::move(deserializer), r.window, r.sample_based, r.seed, max_invalid_sequences, pool);
-  if (skips) {
-    skips->sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
-    skips->sequences_removed_keys = [randomizer] { return randomizer->invalid_sequence_keys(); };
-  }
-  return randomizer;
-}
-
-void check_precision(const Config& reader) {
-  std::string precision = reader.get_string("precision", "float");
-  if (precision != "float" && precision != "double") {
-    throw reader.error("precision",
-                       "precision must be exactly 'float' or 'double', not '" + precision + "'.");
-  }
-}
-
-// Stand-alone readers (readerType = CNTKTextFormatReader): spec pipeline.md §1.2 and §3.1.
-std::unique_ptr<MinibatchSource> make_standalone(const Config& reader, const std::string& reader_type) {
-  std::string type = pipeline::deserializer_type_for_reader(reader_type);
-  if (type == "ImageDeserializer") {  // readerType = ImageReader (spec image.md §2.3)
-    const ReaderSettings settings = reader_settings(reader);
-    pipeline::ReaderParts parts = pipeline::make_image_reader(reader, settings.threads);
-    return std::make_unique<ComposedSource>(parts.enumerator, std::move(parts.packer), 0, settings);
-  }
-  const bool cbf = type == "CNTKBinaryFormatDeserializer";
-  if (type != "CNTKTextFormatDeserializer" && !cbf) {
-    throw reader.error("readerType",
-                       "readerType '" + reader_type +
-                           "' is not supported (supported: CNTKTextFormatReader, CNTKBinaryReader).");
-  }
-  std::shared_ptr<Deserializer> deserializer;
-  size_t auto_window_in_chunks = kCbfDefaultWindowInChunks;  // CNTKBinaryReader: 128 (spec pipeline.md §3.1)
-  if (cbf) {
-    deserializer = make_cbf_deserializer(cbf_options_from_config(reader));
-  } else {
-    CtfOptions options = ctf_options_from_config(reader, false);
-    deserializer = make_ctf_deserializer(options);
-    auto_window_in_chunks = 4294967296ull / options.chunk_size_in_bytes;
-  }
-
-  RandomizationSettings r;
-  std::string randomize = reader.get_string("randomize", "true");
-  if (core::iequals(randomize, "none")) {
-    r.randomize = false;
-  } else {
-    r.randomize = reader.get_bool("randomize", true);  // the same rules, with the error located
-  }
-  if (r.randomize) {
-    size_t window =
-        reader.exists("randomizationWindow") ? reader.get_uint("randomizationWindow") : kRandomizeAuto;
-    r.sample_based = reader.get_bool("sampleBasedRandomizationWindow", false);
-    if (!r.sample_based && window == kRandomizeAuto) window = auto_window_in_chunks;
-    r.window = window;
-    r.seed = reader.get_uint("randomizationSeed", 0);
-    if (window == 0) r.randomize = false;
-  }
-  const ReaderSettings settings = reader_settings(reader);
-  pipeline::SkipSources skips{{deserializer}, nullptr, {}, {}};
-  auto enumerator = make_randomizer(deserializer, r, 0, settings, &skips);
-  bool frame_mode = !cbf && reader.get_bool("frameMode", false);  // CNTKBinaryReader always packs sequences
-  auto packer = frame_mode ? pipeline::make_frame_packer(enumerator, false)
-                           : pipeline::make_sequence_packer(enumerator, false);
-  auto source = std::make_unique<ComposedSource>(enumerator, std::move(packer), 0, settings);
-  source->set_skip_sources(std::move(skips));
-  return source;
-}
-
-// Composite reader (deserializers = ( [...]:[...] )): spec pipeline.md §1.2, §3.1, §6.
-std::unique_ptr<MinibatchSource> make_composite(const Config& reader) {
-  bool frame_mode = reader.get_bool("frameMode", false);
-  const bool truncated = reader.get_bool("truncated", false);
-  const size_t truncation_length = reader.get_uint("truncationLength", 0);
-  if (frame_mode && truncated) {
-    throw reader.error("truncated", "frameMode and truncated BPTT are mutually exclusive.");
-  }
-  if (truncated && truncation_length == 0) {
-    throw reader.error("truncationLength", "truncated=true needs truncationLength greater than 0.");
-  }
-  const std::string precision = reader.get_string("precision", "float");
-  const bool has_trace_level = reader.exists("traceLevel");
-  const std::string trace_level = has_trace_level ? reader.get_string("traceLevel") : std::string();
-
-  std::vector<Config> sections = reader.get_block_array("deserializers");
-  if (sections.empty()) throw reader.error("deserializers", "'deserializers' lists no deserializer.");
-  // A sole ImageDeserializer, when randomizing, forces frame mode and a default window of 1 (spec
-  // pipeline.md §1.2, image.md §2.1).
-  const bool randomize = reader.get_bool("randomize", true);
-  const bool image_alone = sections.size() == 1 && sections[0].get_string("type") == "ImageDeserializer";
-  if (image_alone && randomize && !truncated) frame_mode = true;
-  std::vector<std::shared_ptr<Deserializer>> deserializers;
-  std::vector<SequenceTransformerPtr> transformers;  // per stream of the joined deserializer
-  bool any_ctf = false;
-  bool any_image = false;
-  bool string_keys_by_default = false;
-  for (const Config& section : sections) {
-    string_keys_by_default =
-        string_keys_by_default || pipeline::prefers_string_keys(section.get_string("type"));
-  }
-  const bool numeric_keys = reader.get_bool("useNumericSequenceKeys", !string_keys_by_default);
-  const bool hashed_keys = reader.get_bool("hashSequenceKeys", false);
-  pipeline::DeserializerContext context;
-  context.keys = std::make_shared<KeyTable>(numeric_keys  ? KeyMode::kNumeric
-                                            : hashed_keys ? KeyMode::kHashed
-                                                          : KeyMode::kString);
-  context.max_errors = reader.get_uint("maxErrors", 0);
-  for (Config& section : sections) {
-    section.set("frameMode", frame_mode ? "true" : "false");
-    section.set("precision", precision);
-    if (has_trace_level) section.set("traceLevel", trace_level);
-    std::string type = section.get_string("type");
-    if (type == "CNTKTextFormatDeserializer") any_ctf = true;
-    if (type == "ImageDeserializer") any_image = true;
-    deserializers.push_back(pipeline::create_deserializer(type, section, context));
-    pipeline::append_transformers(*deserializers.back(), transformers);
-  }
-  std::shared_ptr<Deserializer> joined =
-      deserializers.size() == 1 ? deserializers[0] : pipeline::make_bundler(deserializers);
-
-  RandomizationSettings r;
-  r.randomize = randomize;
-  r.window = reader.exists("randomizationWindow") ? reader.get_uint("randomizationWindow")
-             : image_alone                        ? 1
-                                                  : kRandomizeAuto;
-  r.sample_based = reader.get_bool("sampleBasedRandomizationWindow", true);
-  if (any_ctf && !reader.exists_current("randomizationWindow")) {
-    if (!reader.exists("sampleBasedRandomizationWindow") || !r.sample_based) {
-      r.sample_based = false;
-      r.window = 4294967296ull / reader.get_uint("chunkSizeInBytes", 32ull << 20);
-    } else {
-      throw reader.error(
-          "randomizationWindow",
-          "A sample-based randomization window must be given explicitly (randomizationWindow) when "
-          "a CTF deserializer is used.");
-    }
-  }
-  r.seed = reader.get_uint("randomizationSeed", 0);
-  const size_t max_errors = reader.get_uint("maxErrors", 0);
-  const ReaderSettings settings = reader_settings(reader);
-  // multiThreadedDeserialization (default: on with an ImageDeserializer) transforms the sequences of a
-  // minibatch on a pool; results do not depend on it.
-  const bool parallel_transforms = reader.get_bool("multiThreadedDeserialization", any_image);
-  pipeline::SkipSources skips{deserializers, deserializers.size() > 1 ? joined : nullptr, {}, {}};
-  auto enumerator =
-      pipeline::with_transforms(make_randomizer(joined, r, max_errors, settings, &skips),
-                                std::move(transformers), parallel_transforms ? settings.threads : 0);
-  const bool local_timeline = reader.get_bool("localTimeline", true);
-  std::unique_ptr<pipeline::Packer> packer;
-  if (frame_mode) {
-    packer = pipeline::make_frame_packer(enumerator, local_timeline);
-  } else if (truncated) {
-    packer = pipeline::make_truncated_bptt_packer(enumerator, truncation_length,
-                                                  reader.get_uint("rightSplice", 0));
-  } else {
-    packer = pipeline::make_sequence_packer(enumerator, local_timeline);
-  }
-  auto source = std::make_unique<ComposedSource>(enumerator, std::move(packer),
-                                                 truncated ? truncation_length : 0, settings);
-  source->set_skip_sources(std::move(skips));
-  return source;
-}
-
 }  // namespace
 
-std::unique_ptr<MinibatchSource> MinibatchSource::from_config(const Config& reader) {
-  check_precision(reader);
-  if (reader.exists("readers")) {
-    throw reader.error("readers", "Several independent readers ('readers') are not supported.");
-  }
-  if (reader.exists("deserializers")) return make_composite(reader);
-  const std::string reader_type = reader.get_string("readerType", "Cntk.Deserializers.TextFormat");
-  // Flat HTK configs (readerType = HTKDeserializers / HTKMLFReader) are read as their composite form.
-  if (pipeline::is_htk_legacy_reader(reader_type))
-    return make_composite(pipeline::htk_legacy_to_composite(reader));
-  return make_standalone(reader, reader_type);
+std::unique_ptr<MinibatchSource> make_composed_source(SourceParts parts) {
+  auto source = std::make_unique<ComposedSource>(std::move(parts.enumerator), std::move(parts.packer),
+                                                 parts.truncation_length, parts.settings);
+  source->set_skip_sources(std::move(parts.skips));
+  return source;
 }
 
-}  // namespace cntkio
+}  // namespace cntkio::pipeline

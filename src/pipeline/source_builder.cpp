@@ -1,0 +1,123 @@
+// MinibatchSource::create: a ReaderSpec assembled into deserializers (by their registered types), the
+// bundler, a randomizer, the transform stage and a packer (design.md's one picture).
+#include <memory>
+#include <vector>
+
+#include "cntkio/errors.hpp"
+#include "cntkio/minibatch_source.hpp"
+#include "cntkio/reader_spec.hpp"
+#include "cntkio/registry.hpp"
+#include "core/thread_pool.hpp"
+#include "pipeline/block_randomizer.hpp"
+#include "pipeline/bundler.hpp"
+#include "pipeline/composed_source.hpp"
+#include "pipeline/no_randomizer.hpp"
+#include "pipeline/packer.hpp"
+#include "pipeline/transform_stage.hpp"
+#include "spec/config_rules.hpp"
+
+namespace cntkio {
+namespace {
+
+std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<Deserializer> deserializer,
+                                                              const SourceOptions& source, size_t threads,
+                                                              pipeline::SkipSources& skips) {
+  auto pool = threads > 0 ? std::make_shared<core::ThreadPool>(threads) : nullptr;
+  if (!source.randomize) {
+    auto randomizer =
+        std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), source.max_errors, pool);
+    skips.sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
+    skips.sequences_removed_keys = [randomizer] { return randomizer->invalid_sequence_keys(); };
+    return randomizer;
+  }
+  auto randomizer = std::make_shared<pipeline::BlockRandomizer>(
+      std::move(deserializer), *source.randomization_window, *source.sample_based_window, source.seed,
+      source.max_errors, pool);
+  skips.sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
+  skips.sequences_removed_keys = [randomizer] { return randomizer->invalid_sequence_keys(); };
+  return randomizer;
+}
+
+// The transformers of the joined streams, in their order: per deserializer, its own (until transforms come
+// only from specs) replaced by a chain built from the spec's transforms where it names the stream.
+std::vector<SequenceTransformerPtr> make_transformers(
+    const std::vector<std::shared_ptr<Deserializer>>& deserializers) {
+  std::vector<SequenceTransformerPtr> out;
+  for (const auto& d : deserializers) pipeline::append_transformers(*d, out);
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given) {
+  if (given.deserializers.empty()) throw UsageError("A reader needs at least one deserializer.");
+  ReaderSpec spec = given;
+  for (const DeserializerSpec& d : spec.deserializers) {
+    load_module(d.module);
+    for (const StreamTransforms& stream : d.transforms) {
+      for (const TransformSpec& t : stream.transforms) load_module(t.module);
+    }
+  }
+  SourceOptions& s = spec.source;
+  spec_detail::resolve_reader_defaults(s, spec.deserializers, nullptr);
+  if (s.packing == Packing::kTruncatedSequences && s.truncation_length == 0) {
+    throw UsageError("Truncated packing needs a truncation length greater than 0.");
+  }
+
+  DeserializerContext context;
+  context.keys = std::make_shared<KeyTable>(*s.keys);
+  context.element_type = s.element_type;
+  context.frame_mode = s.packing == Packing::kFrames;
+  context.trace_level = s.trace_level;
+  context.max_errors = s.max_errors;
+  context.alone = spec.deserializers.size() == 1;
+  std::vector<std::shared_ptr<Deserializer>> deserializers;
+  for (DeserializerSpec& d : spec.deserializers) {
+    const std::shared_ptr<const DeserializerType> type = find_deserializer_type(d.type);
+    if (type->complete) type->complete(d, context);
+    deserializers.push_back(type->create(d, context));
+    if (!deserializers.back()) throw Error("The '" + d.type + "' deserializer type created no deserializer.");
+  }
+  std::shared_ptr<Deserializer> joined =
+      deserializers.size() == 1 ? deserializers[0] : pipeline::make_bundler(deserializers);
+
+  pipeline::SourceParts parts;
+  parts.settings.prefetch = s.prefetch;
+  parts.settings.threads = s.threads.value_or(core::ThreadPool::hardware_threads());
+  parts.settings.trace_level = s.trace_level.value_or(1);
+  parts.skips.deserializers = deserializers;
+  if (deserializers.size() > 1) parts.skips.bundler = joined;
+
+  std::vector<SequenceTransformerPtr> transformers = make_transformers(deserializers);
+  bool any_transforms = false;
+  for (const auto& t : transformers) any_transforms = any_transforms || static_cast<bool>(t);
+  const bool parallel = s.parallel_transforms.value_or(any_transforms);
+  parts.enumerator =
+      pipeline::with_transforms(make_randomizer(joined, s, parts.settings.threads, parts.skips),
+                                std::move(transformers), parallel ? parts.settings.threads : 0);
+  switch (*s.packing) {
+    case Packing::kFrames:
+      parts.packer = pipeline::make_frame_packer(parts.enumerator, s.local_timeline);
+      break;
+    case Packing::kTruncatedSequences:
+      parts.packer =
+          pipeline::make_truncated_bptt_packer(parts.enumerator, s.truncation_length, s.right_splice);
+      parts.truncation_length = s.truncation_length;
+      break;
+    case Packing::kSequences:
+      parts.packer = pipeline::make_sequence_packer(parts.enumerator, s.local_timeline);
+      break;
+  }
+  std::unique_ptr<MinibatchSource> source = pipeline::make_composed_source(std::move(parts));
+  if (s.max_samples || s.max_sweeps) {
+    source->set_v2_limits(s.max_samples.value_or(kInfinitelyRepeat),
+                          s.max_sweeps.value_or(kInfinitelyRepeat));
+  }
+  return source;
+}
+
+std::unique_ptr<MinibatchSource> MinibatchSource::from_config(const Config& reader) {
+  return create(ReaderSpec::from_config(reader));
+}
+
+}  // namespace cntkio
