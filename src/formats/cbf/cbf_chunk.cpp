@@ -377,12 +377,15 @@ std::shared_ptr<LegacyChunk> parse_legacy_chunk(const ChunkContext& context, uin
     LegacyChunk::Stream& out = chunk->streams.emplace_back();
     out.storage = stream.storage;
     out.element_size = esize;
-    // Values are views into the file; a double array at an address not divisible by 8 is copied.
-    auto keep_values = [&out, &stream](const unsigned char* values, uint64_t count) {
+    // Values are views into the file; an array at an address not divisible by its element size (legacy
+    // headers hold names of any length) is copied. (This copied 8 bytes per float value, reading past the
+    // end of the values, and of the file.)
+    auto keep_values = [&out, &stream, esize](const unsigned char* values, uint64_t count) {
       out.values = values;
       if (count > 0 && is_misaligned(values, stream.element_type)) {
-        out.realigned.resize(count);
-        std::memcpy(out.realigned.data(), values, count * sizeof(double));
+        const uint64_t bytes = count * esize;
+        out.realigned.resize((bytes + sizeof(double) - 1) / sizeof(double));
+        std::memcpy(out.realigned.data(), values, bytes);
         out.values = reinterpret_cast<const unsigned char*>(out.realigned.data());
       }
     };
