@@ -112,7 +112,6 @@ struct ImageOptions {
   bool grayscale = false;                          ///< decode to 1 channel [grayscale] false
   bool multi_view = false;                         ///< 10 copies of every image [multiViewCrop] false
   ElementType element_type = ElementType::kFloat;  ///< [precision] float
-  std::vector<ImageTransformOptions> transforms;   ///< applied in order, then a cast to element_type
   uint64_t chunk_size_in_bytes = 32ull << 20;      ///< Base64 only: text per chunk
   /// Largest width x height an image may declare [maxImagePixels] 2^28 (268 435 456: 16384 x 16384).
   /// Checked from the image's header before anything is decoded; more is a FormatError.
@@ -127,13 +126,21 @@ struct ImageOptions {
   std::function<void(int level, std::string_view line)> log_sink;
 };
 
-/// Reads a composite deserializer section (`type = "ImageDeserializer"` or `"Base64ImageDeserializer"`).
+/// Reads a composite deserializer section (`type = "ImageDeserializer"` or `"Base64ImageDeserializer"`). The
+/// image stream's `transforms` are not part of the options: they are the reader's transform specs of the
+/// stream (cntkio/reader_spec.hpp), each compiled by its registered type.
 ImageOptions image_options_from_config(const Config& section, bool base64);
+
+/// One element of an image stream's `transforms` (its `type`: Crop, Scale, Color, Intensity, Mean,
+/// Transpose). Throws ConfigError.
+ImageTransformOptions image_transform_options_from_config(const Config& record);
 
 /// What the legacy `readerType = "ImageReader"` section holds beyond the deserializer options.
 struct ImageReaderSettings {
-  ImageOptions options;             ///< streams, fixed transform chain (Crop, Scale, Color, Intensity, Mean,
-                                    ///< Transpose for nchw)
+  ImageOptions options;  ///< the map file and its streams
+  /// The fixed transform chain of the image stream: Crop, Scale, Color, Intensity, Mean, and Transpose for
+  /// nchw.
+  std::vector<ImageTransformOptions> transforms;
   bool randomize = true;            ///< [randomize] auto (true) or none (false)
   uint64_t randomization_seed = 0;  ///< [randomizationSeed] 0
 };

@@ -2,8 +2,8 @@
 /// Sequence transformers: per-sequence changes of one stream, applied between the randomizer and the packer
 /// (CNTK's transforms: image crop, scale, colour jitter, ...).
 ///
-/// A deserializer whose streams need transforming also implements TransformProvider; the minibatch source
-/// then routes every batch the randomizer delivers through the transformers of those streams. A
+/// Transforms are registered by type (cntkio/registry.hpp) and named per stream in a reader's spec; the
+/// minibatch source routes every batch the randomizer delivers through the chain of each stream. A
 /// transformer sees the position `slot` of each sequence inside the batch of the current minibatch; CNTK
 /// seeds its per-slot random engines with that position, so results depend only on the batch composition,
 /// never on which thread runs a slot.
@@ -22,6 +22,10 @@
 #include "cntkio/stream.hpp"
 
 namespace cntkio {
+
+class SequenceTransformer;
+/// A transformer, shared by whoever made it and the pipeline.
+using SequenceTransformerPtr = std::shared_ptr<SequenceTransformer>;
 
 /// Changes the items of one stream, sequence by sequence (see the contract above).
 class SequenceTransformer {
@@ -49,17 +53,14 @@ class SequenceTransformer {
   virtual void reposition_random_draws(const std::vector<std::vector<uint64_t>>& draws) {
     if (!draws.empty()) throw UsageError("This transformer has no random transforms to reposition.");
   }
-};
 
-/// A transformer, shared by the deserializer that provides it and the pipeline.
-using SequenceTransformerPtr = std::shared_ptr<SequenceTransformer>;
-
-/// Implemented by deserializers that come with transformers for their streams.
-class TransformProvider {
- public:
-  virtual ~TransformProvider() = default;
-  /// One entry per stream of the deserializer, in stream order; null where a stream is not transformed.
-  virtual std::vector<SequenceTransformerPtr> transformers() const = 0;
+  /// One transformer that does this one's work and then `next`'s, where this one can do both in one pass
+  /// (the image transforms keep the image decoded from one to the next); null where it cannot. The pipeline
+  /// asks before it chains two transforms of a stream. It is asked before either has seen a batch.
+  virtual SequenceTransformerPtr fused_with(const SequenceTransformerPtr& next) const {
+    (void)next;
+    return nullptr;
+  }
 };
 
 }  // namespace cntkio

@@ -38,12 +38,31 @@ std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<De
   return randomizer;
 }
 
-// The transformers of the joined streams, in their order: per deserializer, its own (until transforms come
-// only from specs) replaced by a chain built from the spec's transforms where it names the stream.
+// The transformers of the joined streams, in their order (deserializer after deserializer): each stream's
+// chain from the spec's transforms naming it, null for the others.
 std::vector<SequenceTransformerPtr> make_transformers(
-    const std::vector<std::shared_ptr<Deserializer>>& deserializers) {
+    const std::vector<DeserializerSpec>& specs,
+    const std::vector<std::shared_ptr<Deserializer>>& deserializers, const TransformContext& context) {
   std::vector<SequenceTransformerPtr> out;
-  for (const auto& d : deserializers) pipeline::append_transformers(*d, out);
+  for (size_t d = 0; d < deserializers.size(); ++d) {
+    const std::vector<StreamInfo>& streams = deserializers[d]->streams();
+    for (const StreamTransforms& chain : specs[d].transforms) {
+      bool known = false;
+      for (const StreamInfo& s : streams) known = known || s.name == chain.stream;
+      if (!known && !chain.transforms.empty()) {
+        throw ConfigError("The transforms of a '" + specs[d].type + "' deserializer name the stream '" +
+                          chain.stream + "', which it does not have.");
+      }
+    }
+    for (const StreamInfo& stream : streams) {
+      SequenceTransformerPtr transformer;
+      for (const StreamTransforms& chain : specs[d].transforms) {
+        if (chain.stream == stream.name)
+          transformer = pipeline::make_stream_transformer(chain.transforms, stream, context);
+      }
+      out.push_back(std::move(transformer));
+    }
+  }
   return out;
 }
 
@@ -88,7 +107,11 @@ std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given
   parts.skips.deserializers = deserializers;
   if (deserializers.size() > 1) parts.skips.bundler = joined;
 
-  std::vector<SequenceTransformerPtr> transformers = make_transformers(deserializers);
+  TransformContext transform_context;
+  transform_context.element_type = s.element_type;
+  transform_context.trace_level = s.trace_level.value_or(1);
+  std::vector<SequenceTransformerPtr> transformers =
+      make_transformers(spec.deserializers, deserializers, transform_context);
   bool any_transforms = false;
   for (const auto& t : transformers) any_transforms = any_transforms || static_cast<bool>(t);
   const bool parallel = s.parallel_transforms.value_or(any_transforms);

@@ -132,13 +132,91 @@ std::shared_ptr<SequenceEnumerator> with_transforms(std::shared_ptr<SequenceEnum
   return std::make_shared<TransformStage>(std::move(inner), std::move(transformers), std::move(pool));
 }
 
-void append_transformers(const Deserializer& deserializer, std::vector<SequenceTransformerPtr>& out) {
-  const size_t count = deserializer.streams().size();
-  std::vector<SequenceTransformerPtr> own;
-  if (const auto* provider = dynamic_cast<const TransformProvider*>(&deserializer))
-    own = provider->transformers();
-  own.resize(count);
-  out.insert(out.end(), own.begin(), own.end());
+namespace {
+
+// Transformers run one after the other: the output of each is the input of the next.
+class TransformerChain final : public SequenceTransformer {
+ public:
+  explicit TransformerChain(std::vector<SequenceTransformerPtr> parts) : parts_(std::move(parts)) {}
+
+  StreamInfo output_stream(const StreamInfo& input) const override {
+    StreamInfo info = input;
+    for (const auto& p : parts_) info = p->output_stream(info);
+    return info;
+  }
+  void start_batch(size_t batch_size) override {
+    for (const auto& p : parts_) p->start_batch(batch_size);
+  }
+  SequenceData apply(const SequenceData& input, size_t slot, std::shared_ptr<const void>& owner) override {
+    // A later part's output may point into an earlier part's memory: all of it lives as long as the result.
+    auto owners = std::make_shared<std::vector<std::shared_ptr<const void>>>();
+    SequenceData item = input;
+    for (const auto& p : parts_) {
+      std::shared_ptr<const void> part_owner;
+      item = p->apply(item, slot, part_owner);
+      if (part_owner) owners->push_back(std::move(part_owner));
+    }
+    owner = std::move(owners);
+    return item;
+  }
+  size_t random_transforms() const override {
+    size_t n = 0;
+    for (const auto& p : parts_) n += p->random_transforms();
+    return n;
+  }
+  std::vector<std::vector<uint64_t>> random_draws() const override {
+    std::vector<std::vector<uint64_t>> out;
+    for (const auto& p : parts_) {
+      std::vector<std::vector<uint64_t>> draws = p->random_draws();
+      out.insert(out.end(), std::make_move_iterator(draws.begin()), std::make_move_iterator(draws.end()));
+    }
+    return out;
+  }
+  void reposition_random_draws(const std::vector<std::vector<uint64_t>>& draws) override {
+    if (draws.size() != random_transforms()) {
+      throw UsageError("The stream's transforms have " + std::to_string(random_transforms()) +
+                       " random transforms, but the draws of " + std::to_string(draws.size()) +
+                       " were given.");
+    }
+    size_t at = 0;
+    for (const auto& p : parts_) {
+      const size_t n = p->random_transforms();
+      p->reposition_random_draws(
+          {draws.begin() + static_cast<ptrdiff_t>(at), draws.begin() + static_cast<ptrdiff_t>(at + n)});
+      at += n;
+    }
+  }
+
+ private:
+  std::vector<SequenceTransformerPtr> parts_;
+};
+
+}  // namespace
+
+SequenceTransformerPtr make_stream_transformer(const std::vector<TransformSpec>& transforms,
+                                               const StreamInfo& input, const TransformContext& context) {
+  std::vector<SequenceTransformerPtr> parts;
+  StreamInfo info = input;
+  for (const TransformSpec& spec : transforms) {
+    const std::shared_ptr<const TransformType> type = find_transform_type(spec.type);
+    if (!type) {
+      throw ConfigError("Stream '" + input.name + "' names the transform type '" + spec.type +
+                        "', which is not registered (loaded modules included).");
+    }
+    SequenceTransformerPtr made = type->create(spec, info, context);
+    if (!made) throw Error("The '" + spec.type + "' transform type created no transformer.");
+    info = made->output_stream(info);
+    if (!parts.empty()) {
+      if (SequenceTransformerPtr fused = parts.back()->fused_with(made)) {
+        parts.back() = std::move(fused);
+        continue;
+      }
+    }
+    parts.push_back(std::move(made));
+  }
+  if (parts.empty()) return nullptr;
+  if (parts.size() == 1) return parts.front();
+  return std::make_shared<TransformerChain>(std::move(parts));
 }
 
 }  // namespace cntkio::pipeline

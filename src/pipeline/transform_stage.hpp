@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cntkio/deserializer.hpp"
+#include "cntkio/registry.hpp"
 #include "cntkio/transform.hpp"
 #include "core/thread_pool.hpp"
 #include "pipeline/sequence_enumerator.hpp"
@@ -64,8 +65,10 @@ std::shared_ptr<SequenceEnumerator> with_transforms(std::shared_ptr<SequenceEnum
                                                     std::vector<SequenceTransformerPtr> transformers,
                                                     size_t threads = 0);
 
-/// The transformers of `deserializer`'s streams (all null unless it is a TransformProvider), appended to
-/// `out` in stream order, so that the list of several deserializers matches a Bundler's stream order.
-void append_transformers(const Deserializer& deserializer, std::vector<SequenceTransformerPtr>& out);
+/// The transformer of a stream described by `input`: each of `transforms` made by its registered type (the
+/// output of one is the input of the next), consecutive ones fused where they can be; null for none.
+/// Throws ConfigError for an unknown type.
+SequenceTransformerPtr make_stream_transformer(const std::vector<TransformSpec>& transforms,
+                                               const StreamInfo& input, const TransformContext& context);
 
 }  // namespace cntkio::pipeline

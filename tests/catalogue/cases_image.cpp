@@ -9,6 +9,7 @@
 
 #include "catalogue/catalogue.hpp"
 #include "cntkio/image.hpp"
+#include "cntkio/registry.hpp"
 #include "cntkio/transform.hpp"
 #include "image/base64_encode.hpp"
 
@@ -151,7 +152,8 @@ Case image_map(std::string name, std::string map, Expect expect, bool base64_map
       options.trace_level = 0;
       options.log_sink = [](int, std::string_view) {};
       std::shared_ptr<Deserializer> d = make_image_deserializer(options);
-      SequenceTransformerPtr transformer = dynamic_cast<TransformProvider&>(*d).transformers()[0];
+      SequenceTransformerPtr transformer =
+          find_transform_type("Cast")->create(TransformSpec{"Cast", "", {}}, d->streams()[0], {});
       for (const ChunkInfo& info : d->chunk_infos()) {
         ChunkPtr chunk = d->load_chunk(info.id);
         std::vector<SequenceInfo> sequences;
@@ -198,8 +200,14 @@ Case transform_case(std::string name, std::function<ImageTransformOptions(const 
       options.file = write_file(dir, "map.txt", dir + "/p0.png\t0\n");
       options.label_dim = 3;
       options.trace_level = 0;
-      options.transforms = {transform(dir)};
-      make_image_deserializer(options);
+      std::shared_ptr<Deserializer> d = make_image_deserializer(options);
+      // The transform is made (its files read) when a reader assembles the stream's chain.
+      const ImageTransformOptions t = transform(dir);
+      const char* kNames[] = {"Crop", "Scale", "Color", "Intensity", "Mean", "Transpose"};
+      TransformSpec spec{kNames[t.index()], "", std::visit([](const auto& o) { return std::any(o); }, t)};
+      TransformContext context;
+      context.trace_level = 0;
+      find_transform_type(spec.type)->create(spec, d->streams()[0], context);
     });
   };
   c.expect = std::move(expect);

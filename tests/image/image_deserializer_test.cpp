@@ -12,6 +12,7 @@
 
 #include "cntkio/errors.hpp"
 #include "cntkio/image.hpp"
+#include "cntkio/registry.hpp"
 #include "cntkio/transform.hpp"
 #include "formats/image/image_source.hpp"
 #include "image/base64_encode.hpp"
@@ -52,7 +53,8 @@ class ImageDeserializerTest : public ::testing::Test {
     ChunkPtr c = d.load_chunk(chunk);
     std::vector<SequenceData> items;
     c->get_sequence(index, items);
-    auto transformer = dynamic_cast<TransformProvider&>(d).transformers()[0];
+    // The Cast every image stream ends with: it decodes.
+    auto transformer = find_transform_type("Cast")->create(TransformSpec{"Cast", "", {}}, d.streams()[0], {});
     transformer->start_batch(1);
     std::shared_ptr<const void> owner;
     SequenceData out = transformer->apply(items[0], 0, owner);

@@ -152,7 +152,7 @@ ImageMeanOptions mean_options(const Config& record) {
   return o;
 }
 
-ImageTransformOptions transform_options(const Config& record) {
+ImageTransformOptions transform_options_of(const Config& record) {
   const std::string type = record.get_string("type");
   if (type == "Crop") return crop_options(record);
   if (type == "Scale") return scale_options(record);
@@ -180,6 +180,10 @@ int trace_level_of(const Config& section) {
 
 }  // namespace
 
+ImageTransformOptions image_transform_options_from_config(const Config& record) {
+  return transform_options_of(record);
+}
+
 ImageOptions image_options_from_config(const Config& section, bool base64) {
   ImageOptions options;
   options.base64 = base64;
@@ -206,9 +210,6 @@ ImageOptions image_options_from_config(const Config& section, bool base64) {
   options.feature_stream = features[0];
   options.label_stream = labels[0];
   options.label_dim = input.get_block(labels[0]).get_uint("labelDim");
-  for (const Config& record : input.get_block(features[0]).get_block_array("transforms")) {
-    options.transforms.push_back(transform_options(record));
-  }
   // The composite reader inserts `precision`; anything but "float" means double (spec image.md §2.1).
   options.element_type =
       section.get_string("precision", "float") == "float" ? ElementType::kFloat : ElementType::kDouble;
@@ -266,12 +267,12 @@ ImageReaderSettings image_reader_settings_from_config(const Config& reader) {
   ImageCropOptions crop = crop_options(feature);
   options.multi_view = crop.type == ImageCropOptions::Type::kMultiView10;
   options.grayscale = reader.get_bool("grayscale", scale.channels == 1);
-  options.transforms.emplace_back(crop);
-  options.transforms.emplace_back(scale);
-  options.transforms.emplace_back(color_options(feature));
-  options.transforms.emplace_back(intensity_options(feature));
-  options.transforms.emplace_back(mean_options(feature));
-  if (planar) options.transforms.emplace_back(ImageTransposeOptions{});
+  settings.transforms.emplace_back(crop);
+  settings.transforms.emplace_back(scale);
+  settings.transforms.emplace_back(color_options(feature));
+  settings.transforms.emplace_back(intensity_options(feature));
+  settings.transforms.emplace_back(mean_options(feature));
+  if (planar) settings.transforms.emplace_back(ImageTransposeOptions{});
 
   const std::string randomize = reader.get_string("randomize", "auto");
   if (core::iequals(randomize, "auto")) {

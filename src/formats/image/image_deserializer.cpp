@@ -12,7 +12,6 @@
 #include "core/logger.hpp"
 #include "core/mapped_file.hpp"
 #include "formats/image/image_source.hpp"
-#include "formats/image/image_transforms.hpp"
 
 namespace cntkio {
 namespace {
@@ -80,7 +79,6 @@ struct Common {
   std::shared_ptr<core::Logger> logger;
   std::shared_ptr<ImageSourceSet> sources;
   std::vector<StreamInfo> streams;
-  SequenceTransformerPtr transformer;
 };
 
 void init_common(Common& c, const ImageOptions& options) {
@@ -112,8 +110,6 @@ void init_common(Common& c, const ImageOptions& options) {
   label.element_type = options.element_type;
   label.sample_shape = {options.label_dim};
   c.streams = {feature, label};
-  c.transformer = image::make_image_transformer(options.transforms, options.element_type,
-                                                options.feature_stream, c.logger);
 }
 
 // The label item: a one-hot sparse sample.
@@ -150,7 +146,7 @@ class SingleImageChunk final : public Chunk {
 
 // ------------------------------------------------------------------------------------ ImageDeserializer
 
-class ImageMapDeserializer final : public Deserializer, public TransformProvider {
+class ImageMapDeserializer final : public Deserializer {
  public:
   explicit ImageMapDeserializer(const ImageOptions& options) : common_(std::make_shared<Common>()) {
     init_common(*common_, options);
@@ -201,10 +197,6 @@ class ImageMapDeserializer final : public Deserializer, public TransformProvider
         at_line(common_->options.file, common_->sources->sources()[sequences_[it->second].source].line);
     where.sequence_key = key_to_string(key);
     return where;
-  }
-
-  std::vector<SequenceTransformerPtr> transformers() const override {
-    return {common_->transformer, nullptr};
   }
 
  private:
@@ -390,7 +382,7 @@ class Base64Chunk final : public Chunk {
   std::vector<Item> items_;
 };
 
-class Base64ImageDeserializer final : public Deserializer, public TransformProvider {
+class Base64ImageDeserializer final : public Deserializer {
  public:
   explicit Base64ImageDeserializer(const ImageOptions& options) : common_(std::make_shared<Common>()) {
     init_common(*common_, options);
@@ -464,10 +456,6 @@ class Base64ImageDeserializer final : public Deserializer, public TransformProvi
     where.byte_offset = sequences_[it->second].offset;
     where.sequence_key = key_to_string(key);
     return where;
-  }
-
-  std::vector<SequenceTransformerPtr> transformers() const override {
-    return {common_->transformer, nullptr};
   }
 
  private:

@@ -1,51 +1,24 @@
-#include "formats/image/image_transforms.hpp"
+// The image transform steps (image_steps.hpp): Crop, Scale, Color, Intensity, Mean and Transpose.
+#include <zlib.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <zlib.h>
-
-#include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <optional>
 
 #include "cntkio/errors.hpp"
 #include "core/input_file.hpp"
 #include "formats/image/image_random.hpp"
-#include "formats/image/image_source.hpp"
+#include "formats/image/image_steps.hpp"
 
 namespace cntkio::image {
-namespace {
-
-// The image of one sequence while it goes through the transforms.
-struct Sample {
-  cv::Mat mat;          // interleaved HWC (8U, 32F or 64F), possibly an ROI; planar: C*H rows x W columns
-  bool planar = false;  // after Transpose
-  int channels = 0;     // planar only
-  uint32_t copy_id = 0;
-};
-
-// The stream-level sample layout CNTK tracks through the transforms (§8.2).
-struct StreamLayout {
-  bool known = false;
-  size_t channels = 0, width = 0, height = 0;
-  bool planar = false;
-};
 
 int float_depth(ElementType type) {
   return type == ElementType::kFloat ? CV_32F : CV_64F;
 }
 
-class ImageTransform {
- public:
-  virtual ~ImageTransform() = default;
-  virtual void start_batch(size_t batch_size) { (void)batch_size; }
-  virtual void apply(Sample& sample, size_t slot) = 0;
-  virtual void update_layout(StreamLayout& layout) const { (void)layout; }
-  virtual const char* name() const = 0;
-  /// The engines of a transform that can draw random numbers with its options; null for one that never does.
-  virtual EngineSet* random_engines() { return nullptr; }
-};
+namespace {
 
 void require_interleaved(const Sample& sample, const char* name) {
   if (sample.planar) {
@@ -66,8 +39,8 @@ void to_float(cv::Mat& mat, ElementType precision) {
   }
 }
 
-// The inflated bytes of the gzip data `compressed` (the file `path`). FormatError if they are not valid gzip or
-// inflate past 256 MiB (no mean or eigen file comes near; a gzip bomb must not take the memory).
+// The inflated bytes of the gzip data `compressed` (the file `path`). FormatError if they are not valid gzip
+// or inflate past 256 MiB (no mean or eigen file comes near; a gzip bomb must not take the memory).
 std::string gunzip(const std::string& compressed, const std::string& path) {
   constexpr size_t kMaxInflated = 256u << 20;
   z_stream stream{};
@@ -89,8 +62,9 @@ std::string gunzip(const std::string& compressed, const std::string& path) {
   if (status != Z_STREAM_END) {
     SourceLocation where;
     where.file = path;
-    throw FormatError(status == Z_OK ? "The gzip file inflates to more than 256 MiB."
-                                     : "The gzip file is damaged (zlib status " + std::to_string(status) + ").",
+    throw FormatError(status == Z_OK
+                          ? "The gzip file inflates to more than 256 MiB."
+                          : "The gzip file is damaged (zlib status " + std::to_string(status) + ").",
                       where);
   }
   return out;
@@ -587,144 +561,24 @@ class TransposeTransform final : public ImageTransform {
   ElementType precision_;
 };
 
-// ------------------------------------------------------------------------------------------- Transformer
-
-// What an output item points into.
-struct Output {
-  cv::Mat values;  // continuous, of the stream's element type
-  std::array<size_t, 3> shape{};
-};
-
-class ImageStreamTransformer final : public SequenceTransformer {
- public:
-  ImageStreamTransformer(std::vector<std::unique_ptr<ImageTransform>> chain, ElementType precision,
-                         std::string stream_name)
-      : chain_(std::move(chain)), precision_(precision), stream_name_(std::move(stream_name)) {
-    for (auto& t : chain_) {
-      if (EngineSet* engines = t->random_engines()) random_.push_back(engines);
-    }
-  }
-
-  StreamInfo output_stream(const StreamInfo& input) const override {
-    StreamLayout layout;
-    for (const auto& t : chain_) t->update_layout(layout);
-    StreamInfo out = input;
-    out.element_type = precision_;
-    out.storage = StorageFormat::kDense;
-    out.sample_shape.clear();
-    if (layout.known) {
-      out.sample_shape = layout.planar ? std::vector<size_t>{layout.width, layout.height, layout.channels}
-                                       : std::vector<size_t>{layout.channels, layout.width, layout.height};
-    }
-    return out;
-  }
-
-  void start_batch(size_t batch_size) override {
-    for (auto& t : chain_) t->start_batch(batch_size);
-  }
-
-  size_t random_transforms() const override { return random_.size(); }
-
-  std::vector<std::vector<uint64_t>> random_draws() const override {
-    std::vector<std::vector<uint64_t>> out;
-    out.reserve(random_.size());
-    for (const EngineSet* engines : random_) out.push_back(engines->draws());
-    return out;
-  }
-
-  void reposition_random_draws(const std::vector<std::vector<uint64_t>>& draws) override {
-    if (draws.size() != random_.size()) {
-      throw UsageError("The image stream '" + stream_name_ + "' has " + std::to_string(random_.size()) +
-                       " random transforms, but the draws of " + std::to_string(draws.size()) +
-                       " were given.");
-    }
-    for (size_t i = 0; i < random_.size(); ++i) random_[i]->reposition(draws[i]);
-  }
-
-  SequenceData apply(const SequenceData& input, size_t slot, std::shared_ptr<const void>& owner) override {
-    if (input.native == nullptr) {
-      throw Error("The image stream '" + stream_name_ + "' received data that is not an image.");
-    }
-    const auto& native = *static_cast<const NativeImage*>(input.native);
-    Sample sample;
-    sample.copy_id = native.copy_id;
-    sample.mat = native.decoded.empty() ? native.sources->decode(native.index) : native.decoded;
-    auto output = std::make_shared<Output>();
-    try {
-      for (auto& t : chain_) t->apply(sample, slot);
-      finish(sample, *output);
-    } catch (const cv::Exception& e) {
-      throw FormatError(std::string("OpenCV failed while transforming an image: ") + e.what(),
-                        location(native));
-    } catch (const FormatError&) {
-      throw;
-    } catch (const Error& e) {
-      throw FormatError(e.cntk_text(), location(native));
-    }
-    SequenceData out;
-    out.number_of_samples = 1;
-    out.values = output->values.data;
-    out.sample_shape = std::span<const size_t>(output->shape.data(), output->shape.size());
-    owner = std::move(output);
-    return out;
-  }
-
- private:
-  SourceLocation location(const NativeImage& native) const {
-    SourceLocation where;
-    where.file = native.sources != nullptr ? native.sources->map_file() : std::string();
-    where.line = native.line + 1;
-    where.stream = stream_name_;
-    return where;
-  }
-
-  // CNTK's final Cast: the element type of the stream, layout unchanged.
-  void finish(const Sample& sample, Output& output) const {
-    const int depth = float_depth(precision_);
-    if (sample.planar) {
-      const int height = sample.mat.rows / sample.channels;
-      output.values = sample.mat;
-      output.shape = {static_cast<size_t>(sample.mat.cols), static_cast<size_t>(height),
-                      static_cast<size_t>(sample.channels)};
-    } else {
-      if (sample.mat.depth() == depth && sample.mat.isContinuous()) {
-        output.values = sample.mat;
-      } else {
-        sample.mat.convertTo(output.values, depth);
-      }
-      output.shape = {static_cast<size_t>(sample.mat.channels()), static_cast<size_t>(sample.mat.cols),
-                      static_cast<size_t>(sample.mat.rows)};
-    }
-  }
-
-  std::vector<std::unique_ptr<ImageTransform>> chain_;
-  std::vector<EngineSet*> random_;  // the engines of the transforms that can draw, in chain order
-  ElementType precision_;
-  std::string stream_name_;
-};
-
 }  // namespace
 
-SequenceTransformerPtr make_image_transformer(const std::vector<ImageTransformOptions>& transforms,
-                                              ElementType element_type, const std::string& stream_name,
-                                              std::shared_ptr<core::Logger> logger) {
-  std::vector<std::unique_ptr<ImageTransform>> chain;
-  for (const ImageTransformOptions& options : transforms) {
-    if (const auto* crop = std::get_if<ImageCropOptions>(&options)) {
-      chain.push_back(std::make_unique<CropTransform>(*crop));
-    } else if (const auto* scale = std::get_if<ImageScaleOptions>(&options)) {
-      chain.push_back(std::make_unique<ScaleTransform>(*scale));
-    } else if (const auto* color = std::get_if<ImageColorOptions>(&options)) {
-      chain.push_back(std::make_unique<ColorTransform>(*color, element_type));
-    } else if (const auto* intensity = std::get_if<ImageIntensityOptions>(&options)) {
-      chain.push_back(std::make_unique<IntensityTransform>(*intensity, element_type));
-    } else if (const auto* mean = std::get_if<ImageMeanOptions>(&options)) {
-      chain.push_back(std::make_unique<MeanTransform>(*mean, element_type, logger));
-    } else {
-      chain.push_back(std::make_unique<TransposeTransform>(element_type));
-    }
+std::shared_ptr<ImageTransform> make_image_step(const ImageTransformOptions& options, ElementType precision,
+                                                std::shared_ptr<core::Logger> logger) {
+  if (const auto* crop = std::get_if<ImageCropOptions>(&options))
+    return std::make_shared<CropTransform>(*crop);
+  if (const auto* scale = std::get_if<ImageScaleOptions>(&options))
+    return std::make_shared<ScaleTransform>(*scale);
+  if (const auto* color = std::get_if<ImageColorOptions>(&options)) {
+    return std::make_shared<ColorTransform>(*color, precision);
   }
-  return std::make_shared<ImageStreamTransformer>(std::move(chain), element_type, stream_name);
+  if (const auto* intensity = std::get_if<ImageIntensityOptions>(&options)) {
+    return std::make_shared<IntensityTransform>(*intensity, precision);
+  }
+  if (const auto* mean = std::get_if<ImageMeanOptions>(&options)) {
+    return std::make_shared<MeanTransform>(*mean, precision, std::move(logger));
+  }
+  return std::make_shared<TransposeTransform>(precision);
 }
 
 }  // namespace cntkio::image

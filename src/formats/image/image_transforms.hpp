@@ -18,10 +18,15 @@
 
 namespace cntkio::image {
 
-/// The transformer of image stream `stream_name`: `transforms` in order, then a cast to `element_type`.
-/// Reads the eigen and mean files now; throws FormatError/ConfigError for bad files or settings.
+/// The transformer of image stream `stream_name` (described by `input`): `transforms` in order, then a cast
+/// to `element_type`. Reads the eigen and mean files now; throws FormatError/ConfigError for bad files or
+/// settings.
 SequenceTransformerPtr make_image_transformer(const std::vector<ImageTransformOptions>& transforms,
                                               ElementType element_type, const std::string& stream_name,
-                                              std::shared_ptr<core::Logger> logger);
+                                              std::shared_ptr<core::Logger> logger,
+                                              const StreamInfo& input = StreamInfo{});
+
+/// Registers the transform types Crop, Scale, Color, Intensity, Mean, Transpose and Cast.
+void register_image_transforms();
 
 }  // namespace cntkio::image
