@@ -34,8 +34,8 @@ step "2. dump: the first two minibatches of 16 samples, features then labels"
 head -n 5 "$work/dump.txt"
 [ -s "$work/dump.txt" ] || fail "dump wrote nothing"
 
-step "3. dump --keys in file order (an override switches randomization off)"
-"$cli" dump --config examples/example.cntk --section Train --mb-size 8 --max-minibatches 2 --keys \
+step "3. dump --keys of a 16-sample epoch in file order (an override switches randomization off)"
+"$cli" dump --config examples/example.cntk --section Train --mb-size 8 --epoch-size 16 --keys \
   --separate-layouts --set 'Train=[reader=[randomize=false]]' | tee "$work/keys.txt"
 [ "$(head -n 1 "$work/keys.txt")" = "0" ] || fail "unrandomized reading does not start with sequence 0"
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "cntkio/config.hpp"
@@ -161,11 +162,12 @@ void run_dump(const DumpOptions& options, std::ostream& out) {
     }
   }
 
+  const size_t max_minibatches = options.keys ? std::numeric_limits<size_t>::max() : options.max_minibatches;
   Minibatch mb;
   for (size_t epoch = 0; epoch < options.epochs; ++epoch) {
     source->start_epoch(options.minibatch_size, epoch, options.epoch_size, options.subset, options.subsets);
     size_t written = 0;
-    while (written < options.max_minibatches && source->next_minibatch(mb)) {
+    while (written < max_minibatches && source->next_minibatch(mb)) {
       if (options.shared_layout) {
         for (size_t k = 1; k < order.size(); ++k) {
           if (!(mb.streams[order[k]].layout == mb.streams[order[0]].layout)) {

@@ -24,8 +24,10 @@ struct DumpOptions {
   size_t subset = 0;                  ///< worker rank
   size_t subsets = 1;                 ///< number of workers
   bool shared_layout = true;          ///< requested streams must have identical layouts
-  size_t max_minibatches = 10;        ///< per epoch (CNTK's test harness writes at most 10)
-  bool keys = false;                  ///< write sequence keys instead of values
+  /// Value dumps: minibatches written per epoch (CNTK's test harness writes at most 10). Not used with
+  /// `keys`, which reads each epoch to its end (the conformance README's keys mode).
+  size_t max_minibatches = 10;
+  bool keys = false;  ///< write the sequence keys of every minibatch instead of values
   /// Write sparse streams as `index:value` entries (any dim) rather than as dense rows (at most
   /// kMaxDensifiedDim; a larger sparse stream is refused).
   bool sparse_entries = false;

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <iterator>
+#include <set>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -264,6 +264,32 @@ TEST_F(Cli, CountOptionsRejectNegativeAndOverflowingNumbersOnOneLine) {
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << bad << ": " << r.output;
   }
   EXPECT_EQ(run(base + "--mb-size 4").exit_code, 0);
+}
+
+// CNTK's keys mode (conformance README §1.4) reads the epoch to its end: --keys is not capped like value
+// dumps (10 minibatches per epoch), and a cap given with it is refused rather than ignored.
+TEST_F(Cli, DumpKeysCoversTheWholeEpochWhileValueDumpsStopAfterTenMinibatches) {
+  std::string rows, all_keys;
+  for (int i = 0; i < 25; ++i) {
+    rows += std::to_string(i) + " |a " + std::to_string(i) + "\n";
+    all_keys += std::to_string(i) + "\n";
+  }
+  const std::string config = reader_config(write("d.ctf", rows));
+  const std::string base = "dump --config " + config + " --section Train --mb-size 1";
+  CliRun keys = run(base + " --keys");
+  EXPECT_EQ(keys.exit_code, 0) << keys.output;
+  EXPECT_EQ(keys.output, all_keys);
+  CliRun two_epochs = run(base + " --keys --epochs 2 --epoch-size 15");
+  EXPECT_EQ(two_epochs.exit_code, 0) << two_epochs.output;
+  EXPECT_EQ(std::count(two_epochs.output.begin(), two_epochs.output.end(), '\n'), 30) << two_epochs.output;
+  CliRun values = run(base);
+  EXPECT_EQ(values.exit_code, 0) << values.output;
+  EXPECT_EQ(values.output, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+  CliRun capped_keys = run(base + " --keys --max-minibatches 3");
+  EXPECT_EQ(capped_keys.exit_code, 2) << capped_keys.output;
+  EXPECT_EQ(capped_keys.output,
+            "error: --max-minibatches caps value dumps only: --keys writes the keys of whole epochs (use "
+            "--epoch-size to read fewer samples).\n");
 }
 
 TEST_F(Cli, LostStandardOutputIsAnError) {

@@ -1,5 +1,5 @@
-// Runs the cases of shared/conformance/cases.json through the code path of `cntkio dump`
-// (and the `parser` cases through the CTF deserializer directly).
+// Runs the cases of shared/conformance/cases.json through the code path of `cntkio dump` (the `keys` cases
+// through the built `cntkio dump --keys` itself, the `parser` cases through the CTF deserializer directly).
 #pragma once
 
 #include <string>

@@ -91,16 +91,24 @@ Command add_dump_command(CLI::App& app) {
       ->check(positive_count_validator());
   cmd->add_flag("--separate-layouts", args->separate_layouts, "Give each stream its own layout");
   cmd->add_option("--set", dump.overrides, "Config override key=value (repeatable, applied in order)");
-  cmd->add_option("--max-minibatches", dump.max_minibatches, "Minibatches written per epoch")
-      ->default_val(10)
-      ->check(count_validator());
-  cmd->add_flag("--keys", dump.keys, "Write the sequence keys of each minibatch instead of values");
+  CLI::Option* max_minibatches =
+      cmd->add_option("--max-minibatches", dump.max_minibatches, "Minibatches of values written per epoch")
+          ->default_val(10)
+          ->check(count_validator());
+  cmd->add_flag("--keys", dump.keys,
+                "Write the sequence key of every sequence instead of values, for the whole epoch (no "
+                "minibatch cap)");
   cmd->add_flag("--sparse-entries", dump.sparse_entries,
                 "Write sparse samples as their index:value entries instead of dense rows");
   cmd->add_option("--output", args->output, "Output file (default: standard output)");
   return Command{
-      cmd, [args]() {
+      cmd, [args, max_minibatches]() {
         pipeline::DumpOptions& dump = args->dump;
+        if (dump.keys && max_minibatches->count() > 0) {
+          throw UsageError(
+              "--max-minibatches caps value dumps only: --keys writes the keys of whole epochs (use "
+              "--epoch-size to read fewer samples).");
+        }
         if (args->epoch_size != "sweep" && !count_validator()(std::string(args->epoch_size)).empty()) {
           throw UsageError("--epoch-size is '" + args->epoch_size +
                            "'; expected a number of samples or 'sweep'.");
