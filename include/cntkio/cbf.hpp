@@ -74,6 +74,7 @@ struct CbfStreamHeader {
   StorageFormat storage = StorageFormat::kDense;   ///< dense or sparse CSC
   ElementType element_type = ElementType::kFloat;  ///< stored value type
   uint64_t dim = 0;                                ///< sample dimension
+  uint64_t type_offset = 0;                        ///< byte offset of the stored element type (for messages)
 };
 
 /// One row of the chunk table.

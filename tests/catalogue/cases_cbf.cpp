@@ -53,6 +53,7 @@ struct CurrentFile {
   size_t header = 0;        // H: the header's magic
   size_t encoding_a = 0;    // input a's encoding byte
   size_t name_len_a = 0;    // input a's name length
+  size_t type_a = 0;        // input a's element type byte
   size_t type_b = 0;        // input b's element type byte
   size_t dim_b = 0;         // input b's dimension
   size_t table = 0;         // the chunk table row (offset, sequences, samples)
@@ -82,7 +83,9 @@ CurrentFile current_file() {
   f.encoding_a = x.size();
   x.u8(0);
   f.name_len_a = x.size();
-  x.u32(1).text("a").u8(0).u32(2);
+  x.u32(1).text("a");
+  f.type_a = x.size();
+  x.u8(0).u32(2);
   x.u8(1).u32(1).text("b");
   f.type_b = x.size();
   x.u8(0);
@@ -98,6 +101,7 @@ CurrentFile current_file() {
 struct LegacyFile {
   std::string bytes;
   size_t num_chunks = 0;
+  size_t type_a = 0;  // input a's element type
   size_t type_b = 0;  // input b's deserializer type
   size_t table = 0;   // the offsets row
   size_t nnz = 0;     // b's nnz
@@ -111,7 +115,9 @@ LegacyFile legacy_file() {
   x.i64(1);
   f.num_chunks = x.size();
   x.i64(1).i32(2);
-  x.i32(1).text("a").i32(0).i32(0).i32(2);
+  x.i32(1).text("a").i32(0);
+  f.type_a = x.size();
+  x.i32(0).i32(2);
   x.i32(1).text("b");
   f.type_b = x.size();
   x.i32(1).i32(0).i32(0).i32(1).i32(5);
@@ -751,6 +757,38 @@ std::vector<Case> cbf_cases() {
 
   add(convert("cbf_convert_legacy_round_trip", "0 |a 1 |b 3:2\n1 |a 2 |b 1:1 6:5\n", DataFormat::kCbfLegacy,
               ok("0 a=[1] b=[3:2]; 1 a=[2] b=[1:1 6:5]")));
+
+  // ---- precision other than the stored element type: CNTK's LogicError text (its numbers: stored type
+  // 0 = float, 1 = double; precision as CNTK's DataType, 1 = Float, 2 = Double), located at the first
+  // input whose type differs ----
+  const std::string float_with_double_precision =
+      "Unsupported combination of the input data type 0 and precision 2. At the moment, both have to match.";
+  auto precision_case = [&add](std::string name, std::string bytes, std::string reader_settings, Expect e) {
+    Case c;
+    c.name = std::move(name);
+    c.run = [bytes = std::move(bytes), reader_settings = std::move(reader_settings)](const std::string& dir) {
+      return run_reader(dir, "Train = [ reader = [ " + reader_settings + " ] ]\n", {{"data.cbf", bytes}});
+    };
+    c.expect = std::move(e);
+    add(std::move(c));
+  };
+  precision_case("cbf_float_file_read_with_double_precision", cur.bytes,
+                 "precision = \"double\" ; randomize = false ; deserializers = ( [ type = "
+                 "\"CNTKBinaryFormatDeserializer\" ; file = \"$dir$/data.cbf\" ] )",
+                 format_error(float_with_double_precision, "data.cbf", 0, 0, cur.type_a, "a"));
+  precision_case("cbf_legacy_float_file_read_with_double_precision", leg.bytes,
+                 "readerType = \"CNTKBinaryReader\" ; precision = \"double\" ; file = \"$dir$/data.cbf\"",
+                 format_error(float_with_double_precision, "data.cbf", 0, 0, leg.type_a, "a"));
+  {
+    // A double input after a float one, read with the default precision (float).
+    std::string bytes = cur.bytes;
+    bytes[cur.type_b] = 1;
+    precision_case("cbf_double_input_read_with_float_precision", bytes,
+                   "readerType = \"CNTKBinaryReader\" ; file = \"$dir$/data.cbf\"",
+                   format_error("Unsupported combination of the input data type 1 and precision 1. At the "
+                                "moment, both have to match.",
+                                "data.cbf", 0, 0, cur.type_b, "b"));
+  }
   return cases;
 }
 

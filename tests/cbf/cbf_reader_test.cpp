@@ -174,14 +174,20 @@ TEST(CbfReader, ConvertWritesCtf2binsFloatFilesByteForByte) {
 TEST(CbfReader, PrecisionMustMatchTheStoredType) {
   try {
     open_cbf(kBinDir + "10x10_dense.bin", ElementType::kDouble);
-    FAIL() << "expected ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.key_path(), "precision");
-    const std::string expected =
-        "Input 'features' of '" + kBinDir +
-        "10x10_dense.bin' stores float values but precision is double; the two must match "
-        "(set precision = \"float\").";
-    EXPECT_EQ(std::string(e.what()).substr(0, expected.size()), expected);
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& e) {
+    // CNTK's text, then what to do and where: the first input's element type byte in the header.
+    const std::string cntk =
+        "Unsupported combination of the input data type 0 and precision 2. At the moment, both have to "
+        "match.";
+    EXPECT_EQ(e.cntk_text(), cntk);
+    EXPECT_EQ(e.location().stream, "features");
+    EXPECT_EQ(std::string(e.what()),
+              cntk +
+                  " (the input stores float values and precision is double: set precision = \"float\", or "
+                  "convert the file with cntkio convert --precision double) [file '" +
+                  kBinDir + "10x10_dense.bin', byte offset " + std::to_string(*e.location().byte_offset) +
+                  ", stream 'features']");
   }
 }
 

@@ -183,11 +183,24 @@ class CbfDeserializer final : public Deserializer {
     for (size_t i = 0; i < header_.streams.size(); ++i) {
       const CbfStreamHeader& h = header_.streams[i];
       if (options_.element_type && *options_.element_type != h.element_type) {
-        throw ConfigError("Input '" + h.name + "' of '" + options_.file + "' stores " +
-                              to_string(h.element_type) + " values but precision is " +
-                              to_string(*options_.element_type) + "; the two must match (set precision = \"" +
-                              to_string(h.element_type) + "\").",
-                          "precision");
+        // CNTK's text numbers the stored type 0 = float, 1 = double and the precision as its DataType
+        // (1 = Float, 2 = Double).
+        auto number = [](ElementType type, int float_number) {
+          return std::to_string(type == ElementType::kFloat ? float_number : float_number + 1);
+        };
+        SourceLocation where;
+        where.file = options_.file;
+        where.byte_offset = h.type_offset;
+        where.stream = h.name;
+        throw FormatError("Unsupported combination of the input data type " + number(h.element_type, 0) +
+                              " and precision " + number(*options_.element_type, 1) +
+                              ". At the moment, both have to match.",
+                          std::move(where),
+                          std::string("(the input stores ") + to_string(h.element_type) +
+                              " values and precision is " + to_string(*options_.element_type) +
+                              ": set precision = \"" + to_string(h.element_type) +
+                              "\", or convert the file with cntkio convert --precision " +
+                              to_string(*options_.element_type) + ")");
       }
       StreamInfo s;
       s.id = static_cast<uint32_t>(i);

@@ -114,6 +114,7 @@ CbfHeader parse_current(const std::string& file, std::string_view data) {
     const unsigned char* name = c.take(name_length, "an input's name");
     s.name.assign(reinterpret_cast<const char*>(name), name_length);
     const uint64_t type_at = c.offset();
+    s.type_offset = type_at;
     const uint8_t type = c.u8("an input's element type");
     if (type > 1) {
       c.error_at(type_at, "Unknown element type " + str(type) + " of input " + quoted(s.name) +
@@ -222,8 +223,10 @@ CbfHeader parse_legacy(const std::string& file, std::string_view data) {
                               str(static_cast<uint64_t>(num_inputs) * kMinDescriptor) + " bytes but only " +
                               str(c.remaining()) + " remain in the file.");
   }
-  auto read_type = [&c](const std::string& name) {
+  auto read_type = [&c](CbfStreamHeader& s) {
+    const std::string& name = s.name;
     const uint64_t at = c.offset();
+    s.type_offset = at;
     const int32_t type = c.i32("an input's element type");
     if (type != 0 && type != 1) {
       c.error_at(at, "Unknown element type " + str_signed(type) + " of input " + quoted(name) +
@@ -246,7 +249,7 @@ CbfHeader parse_legacy(const std::string& file, std::string_view data) {
     }
     if (kind == 0) {
       s.storage = StorageFormat::kDense;
-      s.element_type = read_type(s.name);
+      s.element_type = read_type(s);
     } else {
       s.storage = StorageFormat::kSparseCsc;
       const uint64_t storage_at = c.offset();
@@ -255,7 +258,7 @@ CbfHeader parse_legacy(const std::string& file, std::string_view data) {
         c.error_at(storage_at, "Unsupported storage type " + str_signed(storage) + " of sparse input " +
                                    quoted(s.name) + " (only 0 = CSC exists).");
       }
-      s.element_type = read_type(s.name);
+      s.element_type = read_type(s);
       const uint64_t sequence_at = c.offset();
       const int32_t is_sequence = c.i32("an input's isSequence flag");
       if (is_sequence != 0 && is_sequence != 1) {
