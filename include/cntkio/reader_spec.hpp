@@ -71,6 +71,9 @@ struct SourceOptions {
   /// [truncationLength] samples per piece with kTruncatedSequences; 0: the minibatch size of each epoch.
   size_t truncation_length = 0;
   size_t right_splice = 0;  ///< [rightSplice] 0: samples of a full piece emitted again (LC-BLSTM)
+  /// [nbruttsineachrecurrentiter] CNTK's older truncated packing (flat HTK readers): with truncation_length
+  /// 0, the parallel sequences of each epoch (the last value repeats), each the minibatch size long.
+  std::vector<size_t> truncation_slots_per_epoch;
   bool local_timeline =
       true;  ///< [localTimeline] true: budgets per worker; false: CNTK's stand-alone readers
 

@@ -1,8 +1,11 @@
 #include "pipeline/htk_legacy.hpp"
 
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "cntkio/errors.hpp"
+#include "core/logger.hpp"
 #include "core/text.hpp"
 
 namespace cntkio::pipeline {
@@ -95,6 +98,24 @@ std::string label_deserializer(const Config& reader, const std::string& name) {
   return section + "input = [\n" + name + " = [\n" + stream + "]\n]\n]";
 }
 
+// nbruttsineachrecurrentiter (scoped, default 1): one count of parallel utterances per epoch, the last
+// repeating. CNTK keeps the values as ints.
+std::vector<size_t> parallel_utterances(const Config& reader) {
+  const char* const key = "nbruttsineachrecurrentiter";
+  if (!reader.exists(key)) return {1};
+  std::vector<size_t> counts;
+  for (const std::string& text : reader.get_array(key)) {
+    const int64_t count = Config::to_int(text, reader.path() + "." + key);
+    if (count < 1 || count > std::numeric_limits<int32_t>::max()) {
+      throw reader.error(key, std::string(key) + " lists '" + text +
+                                  "'; each number of parallel utterances must be from 1 to 2147483647.");
+    }
+    counts.push_back(static_cast<size_t>(count));
+  }
+  if (counts.empty()) throw reader.error(key, std::string(key) + " lists no number.");
+  return counts;
+}
+
 }  // namespace
 
 bool is_htk_legacy_reader(const std::string& reader_type) {
@@ -102,7 +123,8 @@ bool is_htk_legacy_reader(const std::string& reader_type) {
          core::iequals(reader_type, "Cntk.Deserializers.HTK") || core::iequals(reader_type, "HTKMLFReader");
 }
 
-Config htk_legacy_to_composite(const Config& reader) {
+HtkLegacyReader htk_legacy_to_composite(const Config& reader) {
+  HtkLegacyReader out;
   const bool frame_mode = reader.get_bool("frameMode", true);
   const bool truncated = reader.get_bool("truncated", false);
   if (frame_mode && truncated) {
@@ -121,8 +143,11 @@ Config htk_legacy_to_composite(const Config& reader) {
   const std::string randomize = reader.get_string("randomize", "auto");
   std::string settings = "frameMode = " + std::string(frame_mode ? "true" : "false") + "\n";
   settings += "truncated = " + std::string(truncated ? "true" : "false") + "\n";
-  if (truncated)
-    settings += "truncationLength = " + std::to_string(reader.get_uint("truncationLength", 0)) + "\n";
+  if (truncated) {
+    const uint64_t truncation_length = reader.get_uint("truncationLength", 0);
+    settings += "truncationLength = " + std::to_string(truncation_length) + "\n";
+    if (truncation_length == 0) out.bptt_slots_per_epoch = parallel_utterances(reader);
+  }
   if (block_randomize) {
     if (core::iequals(randomize, "none")) {
       throw reader.error("randomize", "'randomize' cannot be 'none' when readMethod is 'blockRandomize'.");
@@ -161,7 +186,16 @@ Config htk_legacy_to_composite(const Config& reader) {
     for (const std::string& d : *group) list += (list.empty() ? "" : ":\n") + d;
   }
   const std::string text = "reader = [\n" + settings + "deserializers = (\n" + list + "\n)\n]\n";
-  return Config::from_text(text, "<" + reader.path() + " as a composite reader>").get_block("reader");
+  out.composite =
+      Config::from_text(text, "<" + reader.path() + " as a composite reader>").get_block("reader");
+  if (!out.bptt_slots_per_epoch.empty()) {
+    // CNTK prints this at every epoch start; once per reader says the same.
+    core::Logger(static_cast<int>(reader.get_uint("traceLevel", 1)))
+        .log(core::LogLevel::kWarning,
+             "Legacy configuration is used for truncated BPTT mode, please adapt the config to explicitly "
+             "specify truncationLength.");
+  }
+  return out;
 }
 
 }  // namespace cntkio::pipeline

@@ -83,8 +83,13 @@ std::unique_ptr<Packer> make_sequence_packer(std::shared_ptr<SequenceEnumerator>
 std::unique_ptr<Packer> make_frame_packer(std::shared_ptr<SequenceEnumerator> source, bool local_timeline);
 /// `truncation_length` is used unless the configuration's truncation_length is non-zero.
 /// `right_splice` (LC-BLSTM): the last right_splice samples of a full window are emitted again next time.
+/// `slots_per_epoch` non-empty: CNTK's older form of truncated BPTT (flat HTK readers with `truncated = true`
+/// and no truncationLength): when both truncation lengths are 0, the truncation length is the epoch's
+/// minibatch size and the minibatch has slots_per_epoch[epoch index] slots (the last value repeats), split
+/// across the workers as usual.
 std::unique_ptr<Packer> make_truncated_bptt_packer(std::shared_ptr<SequenceEnumerator> source,
-                                                   size_t truncation_length, size_t right_splice = 0);
+                                                   size_t truncation_length, size_t right_splice = 0,
+                                                   std::vector<size_t> slots_per_epoch = {});
 
 /// Per-worker sample budget with a local timeline: mb / W plus one for the first mb mod W ranks, at least 1.
 size_t local_minibatch_size(size_t minibatch_size, size_t num_workers, size_t worker_rank);

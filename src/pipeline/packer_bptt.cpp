@@ -44,8 +44,11 @@ struct PullRecord {
 class TruncatedBpttPacker : public Packer {
  public:
   TruncatedBpttPacker(std::shared_ptr<SequenceEnumerator> source, size_t truncation_length,
-                      size_t right_splice)
-      : source_(std::move(source)), default_truncation_(truncation_length), right_splice_(right_splice) {
+                      size_t right_splice, std::vector<size_t> slots_per_epoch)
+      : source_(std::move(source)),
+        default_truncation_(truncation_length),
+        right_splice_(right_splice),
+        slots_per_epoch_(std::move(slots_per_epoch)) {
     if (!source_) throw UsageError("A packer needs a sequence enumerator.");
     packer_detail::check_stream_names(source_->streams());
     if (source_->streams().empty()) throw UsageError("The truncated BPTT packer needs at least one stream.");
@@ -56,9 +59,17 @@ class TruncatedBpttPacker : public Packer {
 
   void set_configuration(const EpochConfiguration& config) override {
     packer_detail::check_configuration(config);
-    const size_t truncation = config.truncation_length != 0 ? config.truncation_length : default_truncation_;
-    if (truncation == 0) throw UsageError("Truncation size cannot be zero.");
-    const size_t slots = std::max<size_t>(1, config.minibatch_size_in_samples / truncation);
+    size_t truncation = config.truncation_length != 0 ? config.truncation_length : default_truncation_;
+    size_t slots = 0;
+    if (truncation == 0 && !slots_per_epoch_.empty()) {
+      // CNTK's older form: windows of the minibatch size, and a minibatch of that many windows per slot.
+      truncation = config.minibatch_size_in_samples;
+      slots = slots_per_epoch_[std::min(config.epoch_index, slots_per_epoch_.size() - 1)];
+    } else {
+      if (truncation == 0) throw UsageError("Truncation size cannot be zero.");
+      slots = std::max<size_t>(1, config.minibatch_size_in_samples / truncation);
+    }
+    if (slots == 0) throw UsageError("A truncated BPTT minibatch needs at least one slot.");
     if (config.num_workers > slots) {
       throw UsageError(
           "Too many workers for minibatch size; please increase minibatch size or decrease number of "
@@ -301,7 +312,8 @@ class TruncatedBpttPacker : public Packer {
   std::vector<StreamInfo> outputs_;
   size_t default_truncation_;
   size_t right_splice_;
-  size_t truncation_ = 0;  // 0 until configured
+  std::vector<size_t> slots_per_epoch_;  // the older form's slots (see make_truncated_bptt_packer)
+  size_t truncation_ = 0;                // 0 until configured
   size_t splice_ = 0;
   std::vector<Slot> slots_;
   std::deque<PullRecord> pulls_;  // pulls since the oldest one with a sequence still queued
@@ -311,8 +323,10 @@ class TruncatedBpttPacker : public Packer {
 }  // namespace
 
 std::unique_ptr<Packer> make_truncated_bptt_packer(std::shared_ptr<SequenceEnumerator> source,
-                                                   size_t truncation_length, size_t right_splice) {
-  return std::make_unique<TruncatedBpttPacker>(std::move(source), truncation_length, right_splice);
+                                                   size_t truncation_length, size_t right_splice,
+                                                   std::vector<size_t> slots_per_epoch) {
+  return std::make_unique<TruncatedBpttPacker>(std::move(source), truncation_length, right_splice,
+                                               std::move(slots_per_epoch));
 }
 
 }  // namespace cntkio::pipeline

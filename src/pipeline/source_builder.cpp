@@ -79,7 +79,8 @@ std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given
   }
   SourceOptions& s = spec.source;
   spec_detail::resolve_reader_defaults(s, spec.deserializers, nullptr);
-  if (s.packing == Packing::kTruncatedSequences && s.truncation_length == 0) {
+  if (s.packing == Packing::kTruncatedSequences && s.truncation_length == 0 &&
+      s.truncation_slots_per_epoch.empty()) {
     throw UsageError("Truncated packing needs a truncation length greater than 0.");
   }
 
@@ -123,8 +124,8 @@ std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given
       parts.packer = pipeline::make_frame_packer(parts.enumerator, s.local_timeline);
       break;
     case Packing::kTruncatedSequences:
-      parts.packer =
-          pipeline::make_truncated_bptt_packer(parts.enumerator, s.truncation_length, s.right_splice);
+      parts.packer = pipeline::make_truncated_bptt_packer(parts.enumerator, s.truncation_length,
+                                                          s.right_splice, s.truncation_slots_per_epoch);
       parts.truncation_length = s.truncation_length;
       break;
     case Packing::kSequences:

@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "cntkio/errors.hpp"
 #include "htk_corpus.hpp"
+#include "pipeline/dump.hpp"
 
 using namespace cntkio;
 using htk_test::Corpus;
@@ -389,6 +393,102 @@ TEST(HtkReader, MlfCannotBePrimary) {
                    "mlfFile = \"" +
                    corpus.mlf + "\" ; labelMappingFile = \"" + corpus.states + "\" ; labelDim = 12 ] ] ]) ]"),
                ConfigError);
+}
+
+// A flat HTK reader with truncated = true and no truncationLength is CNTK's older truncated BPTT: windows of
+// the minibatch size M, nbruttsineachrecurrentiter (default 1; one value per epoch, the last repeating)
+// parallel utterances. So it reads exactly as the same reader with truncationLength = M at minibatch size
+// nbrutts x M (CNTK's HTKMLFReader::StartEpoch; spec config.md §6.2 for the key and its default).
+TEST(HtkReader, FlatTruncatedWithoutTruncationLengthIsTheMinibatchSizeTimesNbrutts) {
+  TempDir dir;
+  const Corpus corpus = htk_test::make_corpus(dir);
+  const std::string records = "features = [ dim = 13 ; scpFile = \"" + corpus.scp +
+                              "\" ]\nlabels = [ mlfFile = \"" + corpus.mlf + "\" ; labelMappingFile = \"" +
+                              corpus.states + "\" ; labelDim = 12 ]\ntraceLevel = 0\n";
+  auto flat = [&](const std::string& settings) {
+    return htk_test::open_reader(
+        "reader = [ readerType = \"HTKDeserializers\"\nframeMode = false\n"
+        "truncated = true\n" +
+        settings + "\n" + records + "]");
+  };
+  // Every minibatch of one epoch: layout shape, keys and the bytes of both streams.
+  auto epoch_of = [](MinibatchSource& source, size_t mb_size, size_t epoch, std::vector<size_t>& rows) {
+    std::vector<std::string> out;
+    source.start_epoch(mb_size, epoch, 300);
+    Minibatch mb;
+    while (source.next_minibatch(mb)) {
+      rows.push_back(mb.streams[0].layout.num_parallel);
+      std::string text = std::to_string(mb.streams[0].layout.num_parallel) + "x" +
+                         std::to_string(mb.streams[0].layout.num_time_steps);
+      for (const std::string& key : mb.keys) text += " " + key;
+      for (const StreamBatch& s : mb.streams) {
+        EXPECT_TRUE(s.layout == mb.streams[0].layout);
+        text += " | " + std::string(s.values.begin(), s.values.end());
+      }
+      out.push_back(text);
+    }
+    return out;
+  };
+  struct Case {
+    std::string nbrutts;           // "" = not given
+    std::vector<size_t> parallel;  // per epoch 0, 1, 2
+  };
+  for (const Case& c : {Case{"", {1, 1, 1}}, Case{"nbruttsineachrecurrentiter = 3", {3, 3, 3}},
+                        Case{"nbruttsineachrecurrentiter = 2:4", {2, 4, 4}}}) {
+    SCOPED_TRACE(c.nbrutts);
+    auto older = flat(c.nbrutts);
+    auto explicit_length = flat(c.nbrutts + "\ntruncationLength = 10");
+    for (size_t epoch = 0; epoch < 3; ++epoch) {
+      std::vector<size_t> rows, explicit_rows;
+      const std::vector<std::string> a = epoch_of(*older, 10, epoch, rows);
+      const std::vector<std::string> b =
+          epoch_of(*explicit_length, 10 * c.parallel[epoch], epoch, explicit_rows);
+      ASSERT_FALSE(a.empty());
+      EXPECT_EQ(a, b) << "epoch " << epoch;
+      EXPECT_EQ(rows, std::vector<size_t>(a.size(), c.parallel[epoch])) << "epoch " << epoch;
+    }
+  }
+  EXPECT_THROW(flat("nbruttsineachrecurrentiter = 0"), ConfigError);
+  EXPECT_THROW(flat("nbruttsineachrecurrentiter = 2:-1"), ConfigError);
+}
+
+// The same rule against CNTK's own output: HTKGen_legacy_bptt's control was written by CNTK's reader with
+// truncationLength = 8 at minibatch size 32 (4 slots); without truncationLength, minibatch size 8 and
+// nbruttsineachrecurrentiter = 4 must write it token for token.
+TEST(HtkReader, FlatTruncatedWithoutTruncationLengthWritesCntksControl) {
+  const std::filesystem::path root = CNTKIO_CONFORMANCE_DIR;
+  if (!std::filesystem::exists(root / "control/HTKGenerated/HTKGen_legacy_bptt.txt")) {
+    GTEST_SKIP() << "no conformance corpus at " << root;
+  }
+  pipeline::DumpOptions options;
+  options.config_file = (root / "config/HTKGenerated/legacy.cntk").string();
+  options.section = "LegacyBptt";
+  options.overrides = {"LegacyBptt=[reader=[truncationLength=0;nbruttsineachrecurrentiter=4;traceLevel=0]]"};
+  options.epoch_size = 200;
+  options.minibatch_size = 8;
+  options.epochs = 2;
+  options.features = {"features"};
+  options.labels = {"labels"};
+  std::ostringstream written;
+  const std::filesystem::path saved = std::filesystem::current_path();
+  std::filesystem::current_path(root / "data/HTKGenerated");
+  try {
+    pipeline::run_dump(options, written);
+  } catch (...) {
+    std::filesystem::current_path(saved);
+    throw;
+  }
+  std::filesystem::current_path(saved);
+  auto tokens = [](std::istream& in) {
+    std::vector<std::string> out;
+    for (std::string token; in >> token;) out.push_back(token);
+    return out;
+  };
+  std::ifstream control(root / "control/HTKGenerated/HTKGen_legacy_bptt.txt");
+  std::istringstream ours(written.str());
+  const std::vector<std::string> expected = tokens(control);
+  ASSERT_FALSE(expected.empty());
+  EXPECT_TRUE(tokens(ours) == expected);
 }
 
 TEST(HtkReader, FlatLegacyConfigReadsLikeTheCompositeOne) {

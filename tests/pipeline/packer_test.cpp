@@ -796,6 +796,37 @@ TEST(TruncatedBpttPacker, ConfigurationDropsPartiallyPackedSequences) {
   EXPECT_EQ(values_of<float>(mb.streams[0]), (std::vector<float>{6, 7, 8}));
 }
 
+// CNTK's older form (a flat HTK reader with truncated = true and no truncationLength): windows of the
+// minibatch size, and the epoch's number of parallel utterances as slots (the last value repeats).
+TEST(TruncatedBpttPacker, OlderFormUsesTheMinibatchSizeAndTheSlotsOfTheEpoch) {
+  auto layout_of = [](size_t minibatch_size, size_t epoch, size_t workers = 1, size_t rank = 0) {
+    auto source = std::make_shared<ScriptedEnumerator>(std::vector{make_stream("f", 1)});
+    for (uint64_t k = 0; k < 8; ++k) add_dense_sequence(*source, {1, 2, 3, 4, 5, 6, 7}, k);
+    auto packer = make_truncated_bptt_packer(source, 0, 0, {2, 3});
+    EpochConfiguration config = config_of(minibatch_size, workers, rank);
+    config.epoch_index = epoch;
+    packer->set_configuration(config);
+    return packer->read_minibatch().streams[0].layout;
+  };
+  EXPECT_EQ(layout_of(4, 0).num_parallel, 2u);
+  EXPECT_EQ(layout_of(4, 0).num_time_steps, 4u);
+  EXPECT_EQ(layout_of(5, 1).num_parallel, 3u);
+  EXPECT_EQ(layout_of(5, 1).num_time_steps, 5u);
+  EXPECT_EQ(layout_of(5, 7).num_parallel, 3u);
+  EXPECT_EQ(layout_of(5, 7, 2, 0).num_parallel, 2u);  // 3 slots over 2 workers
+  EXPECT_EQ(layout_of(5, 7, 2, 1).num_parallel, 1u);
+  // An explicit truncation length in the configuration still wins, with slots from the minibatch size.
+  auto source = std::make_shared<ScriptedEnumerator>(std::vector{make_stream("f", 1)});
+  add_dense_sequence(*source, {1, 2, 3, 4, 5}, 1);
+  auto packer = make_truncated_bptt_packer(source, 0, 0, {2});
+  EpochConfiguration config = config_of(6);
+  config.truncation_length = 3;
+  packer->set_configuration(config);
+  const Layout layout = packer->read_minibatch().streams[0].layout;
+  EXPECT_EQ(layout.num_parallel, 2u);
+  EXPECT_EQ(layout.num_time_steps, 3u);
+}
+
 TEST(TruncatedBpttPacker, ConfigurationTruncationLengthOverridesDefault) {
   auto source = std::make_shared<ScriptedEnumerator>(std::vector{make_stream("f", 1)});
   add_dense_sequence(*source, {1, 2, 3, 4, 5}, 1);

@@ -4,6 +4,7 @@
 #include "cntkio/registry.hpp"
 #include "pipeline/htk_legacy.hpp"
 #include "spec/builtin_formats.hpp"
+#include "spec/config_rules.hpp"
 
 namespace cntkio::spec_detail {
 
@@ -52,7 +53,8 @@ void register_htk_format() {
   ReaderType reader;
   reader.names = {"HTKDeserializers", "Cntk.Deserializers.HTK", "HTKMLFReader"};
   reader.spec_from_config = [](const Config& section) {
-    return ReaderSpec::from_config(pipeline::htk_legacy_to_composite(section));
+    const pipeline::HtkLegacyReader legacy = pipeline::htk_legacy_to_composite(section);
+    return composite_from_config(legacy.composite, legacy.bptt_slots_per_epoch);
   };
   register_reader_type(std::move(reader));
 }
