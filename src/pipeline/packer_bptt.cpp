@@ -62,7 +62,7 @@ class TruncatedBpttPacker : public Packer {
     size_t truncation = config.truncation_length != 0 ? config.truncation_length : default_truncation_;
     size_t slots = 0;
     if (truncation == 0 && !slots_per_epoch_.empty()) {
-      // CNTK's older form: windows of the minibatch size, and a minibatch of that many windows per slot.
+      // CNTK's older form: windows of the minibatch size, in the number of slots the epoch asks for.
       truncation = config.minibatch_size_in_samples;
       slots = slots_per_epoch_[std::min(config.epoch_index, slots_per_epoch_.size() - 1)];
     } else {
