@@ -27,11 +27,6 @@ void read_execution_settings(const Config& reader, SourceOptions& source);
 /// `randomizationSeed`. Also: one global timeline and no invalid sequences tolerated.
 void read_standalone_order(const Config& reader, SourceOptions& source, size_t default_window_in_chunks);
 
-/// Compiles a composite reader section. `legacy_truncation_slots`: the flat HTK reader's older truncated form
-/// (truncationLength 0 allowed, SourceOptions::truncation_slots_per_epoch).
-ReaderSpec composite_from_config(const Config& reader,
-                                 const std::vector<size_t>& legacy_truncation_slots = {});
-
 /// Resolves what SourceOptions leaves to the formats (the key mode, frames for an image deserializer
 /// alone, the randomization window) from the traits of `deserializers`' types. `reader` is the reader
 /// section when the spec comes from a config (a format's chunk window is computed from it), else null.

@@ -106,12 +106,8 @@ std::string directory_of(const std::string& file) {
   return parent.empty() ? "." : parent.string();
 }
 
-}  // namespace
-
-namespace spec_detail {
-
 // Composite reader (deserializers = ( [...]:[...] )): spec pipeline.md §1.2, §3.1, §6.
-ReaderSpec composite_from_config(const Config& reader, const std::vector<size_t>& legacy_truncation_slots) {
+ReaderSpec composite_from_config(const Config& reader) {
   ReaderSpec spec;
   SourceOptions& s = spec.source;
   const bool frame_mode = reader.get_bool("frameMode", false);
@@ -120,20 +116,19 @@ ReaderSpec composite_from_config(const Config& reader, const std::vector<size_t>
   if (frame_mode && truncated) {
     throw reader.error("truncated", "frameMode and truncated BPTT are mutually exclusive.");
   }
-  if (truncated && s.truncation_length == 0 && legacy_truncation_slots.empty()) {
+  if (truncated && s.truncation_length == 0) {
     throw reader.error("truncationLength", "truncated=true needs truncationLength greater than 0.");
   }
-  s.truncation_slots_per_epoch = legacy_truncation_slots;
   // Unset without either: an image deserializer alone, randomized, then packs frames (its trait).
   if (frame_mode) s.packing = Packing::kFrames;
   if (truncated) s.packing = Packing::kTruncatedSequences;
   s.right_splice = reader.get_uint("rightSplice", 0);
-  s.element_type = precision_of(reader);
+  s.element_type = spec_detail::precision_of(reader);
   s.randomize = reader.get_bool("randomize", true);
   s.seed = reader.get_uint("randomizationSeed", 0);
   s.max_errors = reader.get_uint("maxErrors", 0);
   s.local_timeline = reader.get_bool("localTimeline", true);
-  read_execution_settings(reader, s);
+  spec_detail::read_execution_settings(reader, s);
 
   const std::vector<Config> sections = reader.get_block_array("deserializers");
   if (sections.empty()) throw reader.error("deserializers", "'deserializers' lists no deserializer.");
@@ -175,18 +170,18 @@ ReaderSpec composite_from_config(const Config& reader, const std::vector<size_t>
       (!chunk_window_format && reader.exists("randomizationWindow"))) {
     s.randomization_window = reader.get_uint("randomizationWindow");
   }
-  resolve_reader_defaults(s, spec.deserializers, &reader);
+  spec_detail::resolve_reader_defaults(s, spec.deserializers, &reader);
   return spec;
 }
 
-}  // namespace spec_detail
+}  // namespace
 
 ReaderSpec ReaderSpec::from_config(const Config& reader) {
   spec_detail::check_precision(reader);
   if (reader.exists("readers")) {
     throw reader.error("readers", "Several independent readers ('readers') are not supported.");
   }
-  if (reader.exists("deserializers")) return spec_detail::composite_from_config(reader);
+  if (reader.exists("deserializers")) return composite_from_config(reader);
   const std::string reader_type = reader.get_string("readerType", "Cntk.Deserializers.TextFormat");
   const std::shared_ptr<const ReaderType> registered = find_reader_type(reader_type);
   if (!registered) {

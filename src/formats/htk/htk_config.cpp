@@ -1,6 +1,8 @@
 // Options of the HTK feature and MLF deserializers from composite `deserializers` sections (spec htk.md
 // §2.2).
 
+#include "formats/htk/htk_config.hpp"
+
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
 #include "core/input_file.hpp"
@@ -59,8 +61,20 @@ std::vector<std::string> read_list_file(const std::string& path) {
 }  // namespace
 
 HtkFeatureOptions htk_feature_options_from_config(const Config& section, std::optional<bool> frame_mode) {
-  HtkFeatureOptions o;
   auto [name, stream] = first_input(section, "The HTKFeatureDeserializer");
+  // CNTK reads maxSequenceSize and definesMBSize at the `input` level (and its parents), not in the stream.
+  return htk::feature_options_from(name, stream, section.get_block("input"), section, frame_mode);
+}
+
+MlfOptions mlf_options_from_config(const Config& section, std::optional<bool> frame_mode) {
+  auto [name, stream] = first_input(section, "The HTKMLFDeserializer");
+  return htk::mlf_options_from(name, stream, section, frame_mode);
+}
+
+HtkFeatureOptions htk::feature_options_from(const std::string& name, const Config& stream,
+                                            const Config& input, const Config& section,
+                                            std::optional<bool> frame_mode) {
+  HtkFeatureOptions o;
   o.name = name;
   o.frame_mode = frame_mode.value_or(section.get_bool("frameMode", true));
   o.element_type = element_type_of(section);
@@ -110,16 +124,14 @@ HtkFeatureOptions htk_feature_options_from_config(const Config& section, std::op
   }
   o.prefix_path_in_scp = stream.get_string("prefixPathInSCP", "");
   o.expand_to_utterance = stream.get_bool("expandToUtterance", false);
-  // CNTK reads these two at the `input` level (and its parents), not in the stream record.
-  Config input = section.get_block("input");
   o.max_sequence_size = input.get_uint("maxSequenceSize", o.max_sequence_size);
   o.defines_mb_size = input.get_bool("definesMBSize", false);
   return o;
 }
 
-MlfOptions mlf_options_from_config(const Config& section, std::optional<bool> frame_mode) {
+MlfOptions htk::mlf_options_from(const std::string& name, const Config& stream, const Config& section,
+                                 std::optional<bool> frame_mode) {
   MlfOptions o;
-  auto [name, stream] = first_input(section, "The HTKMLFDeserializer");
   o.name = name;
   o.frame_mode = frame_mode.value_or(section.get_bool("frameMode", true));
   o.element_type = element_type_of(section);

@@ -248,8 +248,9 @@ class MlfDeserializer final : public Deserializer {
   bool labels_primary_samples() const override { return true; }
 
   SourceLocation sequence_location(const SequenceKey& key) const override {
-    auto it = std::lower_bound(by_id_.begin(), by_id_.end(), key.sequence,
-                               [](const std::pair<uint64_t, uint32_t>& e, uint64_t id) { return e.first < id; });
+    auto it =
+        std::lower_bound(by_id_.begin(), by_id_.end(), key.sequence,
+                         [](const std::pair<uint64_t, uint32_t>& e, uint64_t id) { return e.first < id; });
     if (it == by_id_.end() || it->first != key.sequence) return {};
     return utterance_location(utterances_[it->second]);
   }

@@ -2,9 +2,8 @@
 // the flat stand-alone reader types HTKDeserializers / HTKMLFReader (spec htk.md).
 #include "cntkio/htk.hpp"
 #include "cntkio/registry.hpp"
-#include "pipeline/htk_legacy.hpp"
+#include "formats/htk/htk_legacy_reader.hpp"
 #include "spec/builtin_formats.hpp"
-#include "spec/config_rules.hpp"
 
 namespace cntkio::spec_detail {
 
@@ -52,10 +51,7 @@ void register_htk_format() {
 
   ReaderType reader;
   reader.names = {"HTKDeserializers", "Cntk.Deserializers.HTK", "HTKMLFReader"};
-  reader.spec_from_config = [](const Config& section) {
-    const pipeline::HtkLegacyReader legacy = pipeline::htk_legacy_to_composite(section);
-    return composite_from_config(legacy.composite, legacy.bptt_slots_per_epoch);
-  };
+  reader.spec_from_config = htk::legacy_reader_spec;
   register_reader_type(std::move(reader));
 }
 
