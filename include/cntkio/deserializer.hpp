@@ -50,6 +50,20 @@ class Deserializer {
     (void)key;
     return {};
   }
+  /// What this deserializer reads, as lines of text for `cntkio inspect` (the file, its size and counts, and
+  /// what is particular to the format, such as an index cache). By default its chunk, sequence and sample
+  /// counts.
+  virtual std::vector<std::string> describe() const {
+    const std::vector<ChunkInfo> chunks = chunk_infos();
+    size_t sequences = 0;
+    size_t samples = 0;
+    for (const ChunkInfo& c : chunks) {
+      sequences += c.number_of_sequences;
+      samples += c.number_of_samples;
+    }
+    return {std::to_string(chunks.size()) + " chunk(s), " + std::to_string(sequences) + " sequences, " +
+            std::to_string(samples) + " samples"};
+  }
   /// Adds what this deserializer skipped or will never deliver to `report`: input errors tolerated under
   /// its maxErrors (rows, samples), and sequences a key lookup cannot reach (a key held twice). Nothing by
   /// default. May run while another thread loads chunks.

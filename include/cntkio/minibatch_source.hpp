@@ -91,6 +91,9 @@ class MinibatchSource {
   /// wrong type), FormatError and IoError from the deserializers.
   static std::unique_ptr<MinibatchSource> create(const ReaderSpec& spec);
 
+  /// What each deserializer of the reader reads (Deserializer::describe), headed by a line with its type.
+  virtual std::vector<std::string> describe() const { return {}; }
+
   /// The streams of the minibatches, in order.
   virtual const std::vector<StreamInfo>& streams() const = 0;
 

@@ -119,6 +119,12 @@ class ComposedSource final : public MinibatchSource {
   size_t current_sample_position() const override { return state_.position; }
 
   SkipReport skip_report() const override { return skips_.report(); }
+  std::vector<std::string> describe() const override {
+    return describe_ ? describe_() : std::vector<std::string>{};
+  }
+  void set_description(std::function<std::vector<std::string>()> describe) {
+    describe_ = std::move(describe);
+  }
   void check_inputs_intact() const {
     for (const auto& d : skips_.deserializers) d->check_inputs_intact();
   }
@@ -491,6 +497,7 @@ class ComposedSource final : public MinibatchSource {
   bool v2_started_ = false;
   std::optional<ReaderState> pending_restore_;
   pipeline::SkipSources skips_;
+  std::function<std::vector<std::string>()> describe_;
   core::Logger logger_;
   bool random_transforms_ = false;  // a transform draws random numbers: the rest is about their engines
   std::map<size_t, TransformDraws> epoch_start_draws_;  // v1: the draws at the start of epoch k
@@ -504,6 +511,7 @@ std::unique_ptr<MinibatchSource> make_composed_source(SourceParts parts) {
   auto source = std::make_unique<ComposedSource>(std::move(parts.enumerator), std::move(parts.packer),
                                                  parts.truncation_length, parts.settings);
   source->set_skip_sources(std::move(parts.skips));
+  source->set_description(std::move(parts.describe));
   return source;
 }
 

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cntkio/minibatch_source.hpp"
 #include "pipeline/packer.hpp"
@@ -26,6 +29,7 @@ struct SourceParts {
   size_t truncation_length = 0;  ///< truncated BPTT's length (0: not truncated)
   ReaderSettings settings;
   SkipSources skips;  ///< where the skip report comes from (also the deserializers whose inputs are checked)
+  std::function<std::vector<std::string>()> describe;  ///< MinibatchSource::describe
 };
 
 std::unique_ptr<MinibatchSource> make_composed_source(SourceParts parts);

@@ -106,6 +106,16 @@ std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given
   parts.settings.threads = s.threads.value_or(core::ThreadPool::hardware_threads());
   parts.settings.trace_level = s.trace_level.value_or(1);
   parts.skips.deserializers = deserializers;
+  std::vector<std::string> types;
+  for (const DeserializerSpec& d : spec.deserializers) types.push_back(d.type);
+  parts.describe = [deserializers, types] {
+    std::vector<std::string> lines;
+    for (size_t i = 0; i < deserializers.size(); ++i) {
+      lines.push_back("deserializer " + types[i]);
+      for (const std::string& line : deserializers[i]->describe()) lines.push_back("  " + line);
+    }
+    return lines;
+  };
   if (deserializers.size() > 1) parts.skips.bundler = joined;
 
   TransformContext transform_context;

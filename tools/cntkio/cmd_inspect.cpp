@@ -4,9 +4,7 @@
 
 #include "cmd_inspect_file.hpp"
 #include "cntkio/config.hpp"
-#include "cntkio/ctf.hpp"
 #include "cntkio/minibatch_source.hpp"
-#include "cntkio/registry.hpp"
 #include "commands.hpp"
 
 namespace cntkio::cli {
@@ -22,49 +20,15 @@ struct InspectOptions {
   size_t mb_size = 32;
 };
 
-void print_ctf_summary(const Config& section, bool composite) {
-  CtfOptions options = ctf_options_from_config(section, composite);
-  options.trace_level = 0;
-  auto deserializer = make_ctf_deserializer(options);
-  CtfIndexSummary summary = ctf_index_summary(*deserializer);
-  std::cout << "  CTF file " << options.file << ": " << summary.file_size << " bytes, " << summary.sequences
-            << " sequences, " << summary.samples << " samples, " << summary.chunks << " chunk(s)"
-            << (summary.line_mode ? ", one sequence per line" : ", sequence ids") << '\n';
-  if (!summary.cache_file.empty()) {
-    std::cout << "  index cache " << summary.cache_file;
-    if (summary.loaded_from_cache) {
-      std::cout << " (used)";
-    } else if (summary.cache_written) {
-      std::cout << (summary.cache_was_stale
-                        ? " (stale: it described another version of the data file; rewritten)"
-                        : " (written)");
-    } else {
-      std::cout << " (not written: " << summary.cache_not_written_reason << ")";
-    }
-    std::cout << '\n';
-  }
-}
-
 void run_inspect(const InspectOptions& o) {
   Config root = Config::from_files({o.config_file}, o.overrides);
   Config reader = root.get_block(o.section).get_block(o.reader_section);
   std::cout << "reader " << reader.path() << '\n';
-  if (reader.exists("deserializers")) {
-    for (const Config& d : reader.get_block_array("deserializers")) {
-      std::string type = d.get_string("type");
-      std::cout << "deserializer " << type << '\n';
-      if (type == "CNTKTextFormatDeserializer") print_ctf_summary(d, true);
-    }
-  } else {
-    std::string type = reader.get_string("readerType", "CNTKTextFormatReader");
-    std::cout << "readerType " << type << '\n';
-    const auto reader_type = find_reader_type(type);
-    if (reader_type &&
-        ReaderSpec::from_config(reader).deserializers.front().type == "CNTKTextFormatDeserializer") {
-      print_ctf_summary(reader, false);
-    }
+  if (!reader.exists("deserializers")) {
+    std::cout << "readerType " << reader.get_string("readerType", "CNTKTextFormatReader") << '\n';
   }
   auto source = MinibatchSource::from_config(reader);
+  for (const std::string& line : source->describe()) std::cout << line << '\n';
   std::cout << "streams:\n";
   for (const StreamInfo& s : source->streams()) {
     std::cout << "  " << s.id << " " << s.name << " (alias '" << s.alias << "'): " << to_string(s.storage)

@@ -135,6 +135,21 @@ class CbfDeserializer final : public Deserializer {
     return where;
   }
 
+  std::vector<std::string> describe() const override {
+    uint64_t sequences = 0;
+    uint64_t samples = 0;
+    for (const CbfChunkHeader& c : header_.chunks) {
+      sequences += c.sequences;
+      samples += c.samples;
+    }
+    std::string streams;
+    for (const CbfStreamHeader& s : header_.streams) streams += (streams.empty() ? "" : ", ") + s.name;
+    return {"CBF file " + options_.file + ": " + std::to_string(header_.file_size) + " bytes, " +
+            to_string(header_.layout) + " layout, " + std::to_string(sequences) + " sequences, " +
+            std::to_string(samples) + " samples, " + std::to_string(header_.chunks.size()) +
+            " chunk(s), streams " + streams};
+  }
+
   // Chunks hand out views into the mapping, which the packer copies later.
   void check_inputs_intact() const override { mapping_->check_intact(); }
 

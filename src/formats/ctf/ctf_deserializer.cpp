@@ -224,6 +224,28 @@ class CtfDeserializer final : public Deserializer {
 
   void check_inputs_intact() const override { file_.check_intact(); }
 
+  std::vector<std::string> describe() const override {
+    std::vector<std::string> lines;
+    lines.push_back("CTF file " + options_.file + ": " + std::to_string(summary_.file_size) + " bytes, " +
+                    std::to_string(summary_.sequences) + " sequences, " + std::to_string(summary_.samples) +
+                    " samples, " + std::to_string(summary_.chunks) + " chunk(s)" +
+                    (summary_.line_mode ? ", one sequence per line" : ", sequence ids"));
+    if (!summary_.cache_file.empty()) {
+      std::string cache = "index cache " + summary_.cache_file;
+      if (summary_.loaded_from_cache) {
+        cache += " (used)";
+      } else if (summary_.cache_written) {
+        cache += summary_.cache_was_stale
+                     ? " (stale: it described another version of the data file; rewritten)"
+                     : " (written)";
+      } else {
+        cache += " (not written: " + summary_.cache_not_written_reason + ")";
+      }
+      lines.push_back(cache);
+    }
+    return lines;
+  }
+
   std::shared_ptr<const void> shared_index() const override { return shared_ ? index_ : nullptr; }
 
   const CtfIndexSummary& summary() const { return summary_; }

@@ -300,6 +300,19 @@ class HtkFeatureDeserializer final : public Deserializer {
     return options_.keys->key_of(key.sequence);
   }
 
+  std::vector<std::string> describe() const override {
+    const HtkFeatureSummary s = summary();
+    std::string text = "HTK features from " + options_.scp_file + ": " + std::to_string(s.utterances) +
+                       " utterances, " + std::to_string(s.frames) + " frames, " + std::to_string(s.chunks) +
+                       " chunk(s), " + s.kind + " with " + std::to_string(s.file_dim) + " values a frame";
+    if (s.left_context + s.right_context > 0) {
+      text += ", context " + std::to_string(s.left_context) + ":" + std::to_string(s.right_context) + " (" +
+              std::to_string(s.output_dim) + " values a sample)";
+    }
+    if (s.duplicates > 0) text += ", " + std::to_string(s.duplicates) + " duplicate utterances dropped";
+    return {text};
+  }
+
   HtkFeatureSummary summary() const {
     HtkFeatureSummary s;
     s.utterances = utterances_.size();

@@ -320,6 +320,16 @@ class MlfDeserializer final : public Deserializer {
     return options_.keys->key_of(key.sequence);
   }
 
+  std::vector<std::string> describe() const override {
+    const MlfSummary s = summary();
+    std::string files;
+    for (const std::string& f : options_.mlf_files) files += (files.empty() ? "" : ", ") + f;
+    return {
+        "MLF labels from " + files + ": " + std::to_string(s.utterances) + " utterances, " +
+        std::to_string(s.frames) + " frames, " + std::to_string(s.chunks) + " chunk(s)" +
+        (s.states > 0 ? ", " + std::to_string(s.states) + " states in " + options_.label_mapping_file : "")};
+  }
+
   MlfSummary summary() const {
     MlfSummary s;
     s.utterances = utterances_.size();

@@ -190,6 +190,11 @@ class ImageMapDeserializer final : public Deserializer {
     return common_->keys->key_of(key.sequence);
   }
 
+  std::vector<std::string> describe() const override {
+    return {"image map " + common_->options.file + ": " + std::to_string(sequences_.size()) +
+            " images, labelDim " + std::to_string(common_->options.label_dim)};
+  }
+
   SourceLocation sequence_location(const SequenceKey& key) const override {
     auto it = by_key_.find(key.sequence);
     if (it == by_key_.end()) return {};
@@ -447,6 +452,11 @@ class Base64ImageDeserializer final : public Deserializer {
 
   std::string key_to_string(const SequenceKey& key) const override {
     return common_->keys->key_of(key.sequence);
+  }
+
+  std::vector<std::string> describe() const override {
+    return {"base64 image map " + common_->options.file + ": " + std::to_string(chunks_.size()) +
+            " chunk(s), labelDim " + std::to_string(common_->options.label_dim)};
   }
 
   SourceLocation sequence_location(const SequenceKey& key) const override {
