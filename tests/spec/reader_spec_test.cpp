@@ -1,0 +1,284 @@
+// A reader of each built-in format built from typed specs only (MinibatchSource::create) gives exactly the
+// minibatches of the equivalent CNTK config (issue #22): randomized, two workers and a checkpoint restore.
+#include "cntkio/reader_spec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <opencv2/imgcodecs.hpp>
+#include <string>
+#include <vector>
+
+#include "cntkio/cbf.hpp"
+#include "cntkio/config.hpp"
+#include "cntkio/convert.hpp"
+#include "cntkio/ctf.hpp"
+#include "cntkio/htk.hpp"
+#include "cntkio/image.hpp"
+#include "cntkio/minibatch_source.hpp"
+#include "cntkio/registry.hpp"
+#include "htk/htk_corpus.hpp"
+
+using namespace cntkio;
+
+namespace {
+
+using htk_test::TempDir;
+
+// Every minibatch of epochs 0 and 1 of both workers, as text: keys, flags, layout and every value's bytes.
+// Worker 1 restores, before its second epoch, the state it had after its first minibatch.
+std::string read_all(const std::function<std::unique_ptr<MinibatchSource>()>& make, size_t mb_size = 7) {
+  std::string out;
+  for (size_t rank = 0; rank < 2; ++rank) {
+    auto source = make();
+    ReaderState after_first;
+    for (size_t epoch = 0; epoch < 2; ++epoch) {
+      if (epoch == 1 && rank == 1) source->restore(after_first);
+      source->start_epoch(mb_size, epoch, kFullSweep, rank, 2);
+      Minibatch mb;
+      size_t n = 0;
+      while (source->next_minibatch(mb)) {
+        if (epoch == 0 && n == 0) after_first = source->state();
+        out += "w" + std::to_string(rank) + " e" + std::to_string(epoch) + " mb" + std::to_string(n++) + ":";
+        for (const std::string& key : mb.keys) out += " " + key;
+        out += mb.end_of_sweep ? " S" : "";
+        for (const StreamBatch& b : mb.streams) {
+          out += " | " + b.info.name + " " + std::to_string(b.layout.num_parallel) + "x" +
+                 std::to_string(b.layout.num_time_steps) + " ";
+          out.append(reinterpret_cast<const char*>(b.values.data()), b.values.size());
+          out.append(reinterpret_cast<const char*>(b.row_indices.data()), b.row_indices.size() * 4);
+          out.append(reinterpret_cast<const char*>(b.col_starts.data()), b.col_starts.size() * 4);
+        }
+        out += "\n";
+      }
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<MinibatchSource> from_config(const std::string& text) {
+  return MinibatchSource::from_config(Config::from_text(text).get_block("reader"));
+}
+
+DeserializerSpec deserializer(std::string type, std::any options) {
+  DeserializerSpec d;
+  d.type = std::move(type);
+  d.options = std::move(options);
+  return d;
+}
+
+CtfStreamOptions ctf_stream(std::string name, size_t dim, StorageFormat storage) {
+  CtfStreamOptions s;
+  s.name = std::move(name);
+  s.dim = dim;
+  s.storage = storage;
+  return s;
+}
+
+std::string ctf_corpus() {
+  std::string text;
+  for (int k = 0; k < 61; ++k) {
+    for (int row = 0; row <= k % 4; ++row) {
+      text += std::to_string(k) + " |x " + std::to_string(k) + " " + std::to_string(row) + " |y " +
+              std::to_string(k % 9) + ":1\n";
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST(ReaderSpecEquivalence, CtfCompositeAndStandAlone) {
+  TempDir dir("spec");
+  const std::string file = dir.write("d.ctf", ctf_corpus());
+  CtfOptions options;
+  options.file = file;
+  options.streams = {ctf_stream("x", 2, StorageFormat::kDense),
+                     ctf_stream("y", 9, StorageFormat::kSparseCsc)};
+  options.chunk_size_in_bytes = 300;
+  const std::string input =
+      "input = [ x = [ dim = 2 ; format = dense ] ; y = [ dim = 9 ; format = sparse ] ]";
+
+  const std::string composite = read_all([&] {
+    return from_config(
+        "reader = [ randomizationWindow = 100 ; deserializers = ( [ type = CNTKTextFormatDeserializer ; file "
+        "= \"" +
+        file + "\" ; chunkSizeInBytes = 300 ; " + input + " ] ) ]");
+  });
+  EXPECT_EQ(composite, read_all([&] {
+              ReaderSpec spec;
+              spec.source.randomization_window = 100;
+              spec.deserializers = {deserializer("CNTKTextFormatDeserializer", options)};
+              return MinibatchSource::create(spec);
+            }));
+  ASSERT_GT(composite.size(), 1000u);
+
+  const std::string standalone = read_all([&] {
+    return from_config("reader = [ readerType = CNTKTextFormatReader ; file = \"" + file +
+                       "\" ; chunkSizeInBytes = 300 ; randomizationWindow = 3 ; " + input + " ]");
+  });
+  EXPECT_EQ(standalone, read_all([&] {
+              ReaderSpec spec;
+              spec.source.randomization_window = 3;
+              spec.source.sample_based_window = false;
+              spec.source.local_timeline = false;
+              spec.deserializers = {deserializer("CNTKTextFormatDeserializer", options)};
+              return MinibatchSource::create(spec);
+            }));
+  EXPECT_NE(standalone, composite);  // the windows and timelines differ
+}
+
+TEST(ReaderSpecEquivalence, Cbf) {
+  TempDir dir("spec");
+  const std::string ctf = dir.write("d.ctf", ctf_corpus());
+  ConvertOptions convert;
+  convert.streams = {parse_convert_stream("x:x:2:dense"), parse_convert_stream("y:y:9:sparse")};
+  convert.chunk_size_in_bytes = 400;
+  convert.log = [](std::string_view) {};
+  const std::string cbf = dir.file("d.bin");
+  convert_file(ctf, DataFormat::kCtf, cbf, convert);
+  CbfOptions options;
+  options.file = cbf;
+  const std::string expected = read_all([&] {
+    return from_config(
+        "reader = [ randomizationWindow = 2 ; deserializers = ( [ type = CNTKBinaryFormatDeserializer ; file "
+        "= \"" +
+        cbf + "\" ] ) ]");
+  });
+  EXPECT_EQ(expected, read_all([&] {
+              ReaderSpec spec;
+              spec.source.randomization_window = 2;
+              spec.deserializers = {deserializer("CNTKBinaryFormatDeserializer", options)};
+              return MinibatchSource::create(spec);
+            }));
+  ASSERT_GT(expected.size(), 1000u);
+}
+
+TEST(ReaderSpecEquivalence, HtkFeaturesAndMlfLabelsInFramesAndSequences) {
+  TempDir dir("spec");
+  const htk_test::Corpus corpus = htk_test::make_corpus(dir);
+  for (const bool frames : {true, false}) {
+    const std::string expected = read_all(
+        [&] {
+          return htk_test::open_reader(htk_test::composite_reader(
+              corpus,
+              std::string("frameMode = ") + (frames ? "true" : "false") + "\nrandomizationWindow = 150"));
+        },
+        frames ? 64 : 90);
+    HtkFeatureOptions features;
+    features.name = "features";
+    features.scp_file = corpus.scp;
+    features.dim = corpus.dim;
+    MlfOptions labels;
+    labels.name = "labels";
+    labels.mlf_files = {corpus.mlf};
+    labels.label_mapping_file = corpus.states;
+    labels.label_dim = corpus.num_states;
+    const std::string typed = read_all(
+        [&] {
+          ReaderSpec spec;
+          spec.source.packing = frames ? Packing::kFrames : Packing::kSequences;
+          spec.source.randomization_window = 150;
+          spec.deserializers = {deserializer("HTKFeatureDeserializer", features),
+                                deserializer("HTKMLFDeserializer", labels)};
+          return MinibatchSource::create(spec);
+        },
+        frames ? 64 : 90);
+    EXPECT_EQ(expected, typed) << (frames ? "frames" : "sequences");
+    ASSERT_GT(expected.size(), 1000u);
+  }
+}
+
+TEST(ReaderSpecEquivalence, ImagesWithRandomTransforms) {
+  TempDir dir("spec");
+  std::string map;
+  for (int i = 0; i < 9; ++i) {
+    cv::Mat image(5 + i, 7, CV_8UC3, cv::Scalar(10 * i, 255 - 20 * i, 3 * i));
+    cv::randu(image, cv::Scalar::all(0), cv::Scalar::all(255));
+    const std::string name = "i" + std::to_string(i) + ".png";
+    cv::imwrite(dir.file(name), image);
+    map += dir.file(name) + "\t" + std::to_string(i % 3) + "\n";
+  }
+  const std::string file = dir.write("map.txt", map);
+  const std::string expected = read_all([&] {
+    return from_config("reader = [ deserializers = ( [ type = ImageDeserializer ; file = \"" + file +
+                       "\" ; input = [ features = [ transforms = ( [ type = Crop ; cropType = RandomSide ; "
+                       "sideRatio = 0.6:0.9 ] : "
+                       "[ type = Scale ; width = 4 ; height = 3 ; channels = 3 ] : [ type = Color ; "
+                       "brightnessRadius = 0.3 ] : "
+                       "[ type = Transpose ] ) ] ; labels = [ labelDim = 3 ] ] ] ) ]");
+  });
+  ImageOptions options;
+  options.file = file;
+  options.label_dim = 3;
+  ImageCropOptions crop;
+  crop.type = ImageCropOptions::Type::kRandomSide;
+  crop.side_ratio_min = static_cast<double>(0.6f);  // CNTK reads ratios as 32-bit floats
+  crop.side_ratio_max = static_cast<double>(0.9f);
+  crop.hflip = true;
+  ImageScaleOptions scale;
+  scale.width = 4;
+  scale.height = 3;
+  scale.channels = 3;
+  ImageColorOptions color;
+  color.brightness_radius = 0.3;
+  const std::string typed = read_all([&] {
+    ReaderSpec spec;
+    DeserializerSpec d = deserializer("ImageDeserializer", options);
+    d.transforms = {
+        StreamTransforms{"features",
+                         {TransformSpec{"Crop", "", crop}, TransformSpec{"Scale", "", scale},
+                          TransformSpec{"Color", "", color}, TransformSpec{"Transpose", "", {}}}}};
+    spec.deserializers = {d};
+    return MinibatchSource::create(spec);
+  });
+  EXPECT_EQ(expected, typed);
+  ASSERT_GT(expected.size(), 500u);
+}
+
+TEST(ReaderSpecEquivalence, Base64Images) {
+  TempDir dir("spec");
+  std::string map;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<unsigned char> png;
+    cv::imencode(".png", cv::Mat(3, 4, CV_8UC3, cv::Scalar(40 * i, 7, 9)), png);
+    static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string text;
+    for (size_t k = 0; k < png.size(); k += 3) {
+      const uint32_t v = (png[k] << 16) | ((k + 1 < png.size() ? png[k + 1] : 0) << 8) |
+                         (k + 2 < png.size() ? png[k + 2] : 0);
+      text += kAlphabet[(v >> 18) & 63];
+      text += kAlphabet[(v >> 12) & 63];
+      text += k + 1 < png.size() ? kAlphabet[(v >> 6) & 63] : '=';
+      text += k + 2 < png.size() ? kAlphabet[v & 63] : '=';
+    }
+    map += std::to_string(i) + "\t" + std::to_string(i % 2) + "\t" + text + "\n";
+  }
+  const std::string file = dir.write("b64.txt", map);
+  const std::string expected = read_all([&] {
+    return from_config(
+        "reader = [ randomizationWindow = 4 ; deserializers = ( [ type = Base64ImageDeserializer ; file = "
+        "\"" +
+        file + "\" ; input = [ features = [ transforms = () ] ; labels = [ labelDim = 2 ] ] ] ) ]");
+  });
+  ImageOptions options;
+  options.file = file;
+  options.label_dim = 2;
+  EXPECT_EQ(expected, read_all([&] {
+              ReaderSpec spec;
+              spec.source.randomization_window = 4;
+              spec.deserializers = {deserializer("Base64ImageDeserializer", options)};
+              return MinibatchSource::create(spec);
+            }));
+  ASSERT_GT(expected.size(), 200u);
+}
+
+TEST(ReaderSpec, OptionsOfTheWrongTypeAndUnknownTypesAreUsageErrors) {
+  ReaderSpec spec;
+  spec.deserializers = {deserializer("CNTKTextFormatDeserializer", CbfOptions{})};
+  EXPECT_THROW(MinibatchSource::create(spec), UsageError);
+  spec.deserializers = {deserializer("NoSuchDeserializer", {})};
+  EXPECT_THROW(MinibatchSource::create(spec), UsageError);
+  spec.deserializers.clear();
+  EXPECT_THROW(MinibatchSource::create(spec), UsageError);
+}
