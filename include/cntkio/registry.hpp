@@ -27,6 +27,12 @@ namespace cntkio {
 struct ConfigContext {
   const Config* reader = nullptr;  ///< the reader section the deserializer section belongs to
   bool frame_mode = false;         ///< the reader's [frameMode]
+  /// Compiles the `transforms = ([type = ...]:[...])` of a stream's block (empty when it has none), each
+  /// element by its registered transform type, after loading the `module` the element names. Throws
+  /// ConfigError at the element (unknown type, module not loadable). A plugin calls this, not
+  /// find_transform_type: a host that links cntkio statically (the `cntkio` CLI) has its own registry,
+  /// which the plugin's copy of libcntkio cannot see.
+  std::function<std::vector<TransformSpec>(const Config& stream)> stream_transforms;
 };
 
 /// The reader-wide settings every deserializer of a reader obeys (from SourceOptions, resolved).

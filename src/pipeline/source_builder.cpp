@@ -50,8 +50,8 @@ std::vector<SequenceTransformerPtr> make_transformers(
       bool known = false;
       for (const StreamInfo& s : streams) known = known || s.name == chain.stream;
       if (!known && !chain.transforms.empty()) {
-        throw ConfigError("The transforms of a '" + specs[d].type + "' deserializer name the stream '" +
-                          chain.stream + "', which it does not have.");
+        throw UsageError("The transforms of a '" + specs[d].type + "' deserializer name the stream '" +
+                         chain.stream + "', which it does not have.");
       }
     }
     for (const StreamInfo& stream : streams) {

@@ -106,6 +106,42 @@ std::string directory_of(const std::string& file) {
   return parent.empty() ? "." : parent.string();
 }
 
+// Loads the module `section` names in `module`, if any (searching the folder of the config that names it
+// first); a failure is reported at that key.
+std::string load_module_of(const Config& section) {
+  const std::string module = section.exists_current("module") ? section.get_string("module") : std::string();
+  if (!module.empty()) {
+    try {
+      load_module(module, directory_of(section.location("module").file));
+    } catch (const ConfigError& e) {
+      throw section.error("module", e.cntk_text());
+    }
+  }
+  return module;
+}
+
+// A stream's `transforms = ([type = ...]:[...])`, each element compiled by its registered transform type.
+std::vector<TransformSpec> transforms_from_config(const Config& stream) {
+  std::vector<TransformSpec> out;
+  if (!stream.exists_current("transforms")) return out;
+  for (const Config& section : stream.get_block_array("transforms")) {
+    const std::string type = section.get_string("type");
+    const std::string module = load_module_of(section);
+    const std::shared_ptr<const TransformType> registered = find_transform_type(type);
+    if (!registered) {
+      const std::vector<std::string> known = registered_transform_types();
+      throw section.error("type", "Unknown transform type '" + type + "' (registered: " +
+                                      (known.empty() ? std::string("none") : supported(known)) + ").");
+    }
+    TransformSpec spec =
+        registered->spec_from_config ? registered->spec_from_config(section) : TransformSpec{};
+    spec.type = type;
+    spec.module = module;
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
 // Composite reader (deserializers = ( [...]:[...] )): spec pipeline.md §1.2, §3.1, §6.
 ReaderSpec composite_from_config(const Config& reader) {
   ReaderSpec spec;
@@ -132,20 +168,12 @@ ReaderSpec composite_from_config(const Config& reader) {
 
   const std::vector<Config> sections = reader.get_block_array("deserializers");
   if (sections.empty()) throw reader.error("deserializers", "'deserializers' lists no deserializer.");
-  const ConfigContext context{&reader, frame_mode};
+  const ConfigContext context{&reader, frame_mode, transforms_from_config};
   bool strings_by_default = false;
   bool chunk_window_format = false;
   for (const Config& section : sections) {
     const std::string type = section.get_string("type");
-    const std::string module =
-        section.exists_current("module") ? section.get_string("module") : std::string();
-    if (!module.empty()) {
-      try {
-        load_module(module, directory_of(section.location("module").file));
-      } catch (const ConfigError& e) {
-        throw section.error("module", e.cntk_text());
-      }
-    }
+    const std::string module = load_module_of(section);
     const std::shared_ptr<const DeserializerType> registered = find_deserializer_type(type);
     if (!registered) {
       throw section.error("type", "Unknown deserializer type '" + type +

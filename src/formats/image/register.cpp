@@ -1,7 +1,5 @@
 // The image format in the registry: the deserializer types ImageDeserializer and Base64ImageDeserializer,
 // and the legacy stand-alone reader type ImageReader (spec image.md §2).
-#include <filesystem>
-
 #include "cntkio/image.hpp"
 #include "cntkio/registry.hpp"
 #include "formats/image/image_transforms.hpp"
@@ -17,47 +15,16 @@ const char* transform_name(const ImageTransformOptions& options) {
   return kNames[options.index()];
 }
 
-// The image stream's `transforms` records, each compiled by the transform type it names (a plugin's too).
-std::vector<TransformSpec> stream_transforms(const Config& section, const std::string& stream) {
-  std::vector<TransformSpec> out;
-  const Config input = section.get_block("input").get_block(stream);
-  for (const Config& record : input.get_block_array("transforms")) {
-    const std::string type = record.get_string("type");
-    const std::string module = record.exists_current("module") ? record.get_string("module") : std::string();
-    if (!module.empty()) {
-      const std::filesystem::path file = record.location("module").file;
-      try {
-        load_module(module, file.has_parent_path() ? file.parent_path().string() : ".");
-      } catch (const ConfigError& e) {
-        throw record.error("module", e.cntk_text());
-      }
-    }
-    const std::shared_ptr<const TransformType> registered = find_transform_type(type);
-    if (!registered) {
-      std::string known;
-      for (const std::string& name : registered_transform_types())
-        known += (known.empty() ? "" : ", ") + name;
-      throw record.error("type", "Unknown transform type '" + type + "' (supported: " + known + ").");
-    }
-    TransformSpec spec =
-        registered->spec_from_config ? registered->spec_from_config(record) : TransformSpec{};
-    spec.type = type;
-    spec.module = module;
-    out.push_back(std::move(spec));
-  }
-  return out;
-}
-
 DeserializerType image_type(const char* name, bool base64) {
   DeserializerType type;
   type.name = name;
   type.modules = {"ImageReader", "Cntk.Deserializers.Image"};
-  type.spec_from_config = [name, base64](const Config& section, const ConfigContext&) {
+  type.spec_from_config = [name, base64](const Config& section, const ConfigContext& context) {
     DeserializerSpec spec;
     spec.type = name;
     ImageOptions options = image_options_from_config(section, base64);
-    spec.transforms.push_back(
-        StreamTransforms{options.feature_stream, stream_transforms(section, options.feature_stream)});
+    const Config stream = section.get_block("input").get_block(options.feature_stream);
+    spec.transforms.push_back(StreamTransforms{options.feature_stream, context.stream_transforms(stream)});
     spec.options = std::move(options);
     return spec;
   };
