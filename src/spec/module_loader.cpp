@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "cntkio/errors.hpp"
 #include "cntkio/plugin.hpp"
+#include "core/input_file.hpp"
 #include "core/text.hpp"
 
 namespace cntkio {
@@ -60,8 +62,82 @@ std::vector<std::string> split_path_list(const char* list) {
   return out;
 }
 
-[[noreturn]] void refuse(const std::string& module, const std::string& why) {
-  throw ConfigError("Cannot load module '" + module + "': " + why, "module");
+std::string last_dl_error(const char* fallback) {
+  const char* error = ::dlerror();
+  return error != nullptr ? error : fallback;
+}
+
+// The search for one module: every place tried, in order, with what was found there.
+struct Search {
+  std::string module;
+  std::string places;       // one line per place tried
+  void* handle = nullptr;   // the library taken, or null
+  std::string loaded_from;  // where it was taken from
+
+  void note(const std::string& place, const std::string& outcome) {
+    places += "\n  " + place + " (" + outcome + ")";
+  }
+};
+
+// Tries the names a plugin may have in `folder`; true when one loaded.
+bool search_folder(Search& search, const std::string& folder) {
+  for (const std::string& name : {"lib" + search.module + ".so", search.module + ".so", search.module}) {
+    const std::string path = folder + "/" + name;
+    if (!is_file(path)) {
+      search.note(path, "not there");
+      continue;
+    }
+    search.handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (search.handle != nullptr) {
+      search.loaded_from = path;
+      return true;
+    }
+    search.note(path, last_dl_error("dlopen failed"));
+  }
+  return false;
+}
+
+// The folders of the search in order: the config's folder, then CNTKIO_PLUGIN_PATH's.
+void search_folders(Search& search, const std::string& config_directory) {
+  if (!config_directory.empty() && search_folder(search, config_directory)) return;
+  const char* plugin_path = std::getenv("CNTKIO_PLUGIN_PATH");
+  const std::vector<std::string> folders = split_path_list(plugin_path);
+  if (folders.empty()) search.places += "\n  (CNTKIO_PLUGIN_PATH is not set or empty)";
+  for (const std::string& folder : folders) {
+    if (search_folder(search, folder)) return;
+  }
+}
+
+// The system's loader, with its own search path.
+void search_system(Search& search) {
+  const char* library_path = std::getenv("LD_LIBRARY_PATH");
+  const std::string where =
+      std::string(" through the system loader (LD_LIBRARY_PATH ") +
+      (library_path != nullptr && *library_path != '\0' ? "'" + std::string(library_path) + "'" : "not set") +
+      ", then ld.so.cache, /lib, /usr/lib)";
+  for (const std::string& name : {"lib" + search.module + ".so", search.module}) {
+    search.handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (search.handle != nullptr) {
+      search.loaded_from = name;
+      return;
+    }
+    search.note(name + where, last_dl_error("not found"));
+  }
+}
+
+// The file a library found by the system loader came from, for messages.
+std::string file_of(void* symbol, const std::string& fallback) {
+  Dl_info info{};
+  if (::dladdr(symbol, &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
+  return fallback;
+}
+
+[[noreturn]] void refuse(const Search& search, const std::string& why) {
+  throw ConfigError("Cannot load module '" + search.module + "': " + why +
+                        " Searched, in order (the config's folder, then CNTKIO_PLUGIN_PATH, then the system "
+                        "loader):" +
+                        search.places,
+                    "module");
 }
 
 }  // namespace
@@ -75,80 +151,56 @@ bool is_builtin_module(std::string_view module) {
 
 void load_module(const std::string& module, const std::string& config_directory) {
   if (module.empty() || is_builtin_module(module)) return;
+  core::check_input_path(module);
+  if (!config_directory.empty()) core::check_input_path(config_directory);
   std::lock_guard<std::mutex> lock(g_modules_mutex);
   if (g_loaded.count(module) != 0) return;
 
-  // Where to look, in order, and what each attempt said.
-  std::vector<std::string> candidates;
+  Search search;
+  search.module = module;
   if (module.find('/') != std::string::npos) {
-    candidates.push_back(module);
+    // A path: loaded as it is.
+    search.handle = is_file(module) ? ::dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+    if (search.handle == nullptr)
+      search.note(module, is_file(module) ? last_dl_error("dlopen failed") : "not there");
+    search.loaded_from = module;
   } else {
-    std::vector<std::string> folders;
-    if (!config_directory.empty()) folders.push_back(config_directory);
-    for (const std::string& folder : split_path_list(std::getenv("CNTKIO_PLUGIN_PATH")))
-      folders.push_back(folder);
-    for (const std::string& folder : folders) {
-      for (const std::string& name : {"lib" + module + ".so", module + ".so", module}) {
-        candidates.push_back(folder + "/" + name);
-      }
-    }
+    search_folders(search, config_directory);
+    if (search.handle == nullptr) search_system(search);
   }
-  std::string searched;
-  void* handle = nullptr;
-  std::string loaded_from;
-  for (const std::string& path : candidates) {
-    searched += "\n  " + path;
-    if (!is_file(path)) {
-      searched += " (not there)";
-      continue;
-    }
-    handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle != nullptr) {
-      loaded_from = path;
-      break;
-    }
-    const char* error = ::dlerror();
-    searched += std::string(" (") + (error != nullptr ? error : "dlopen failed") + ")";
-  }
-  if (handle == nullptr && module.find('/') == std::string::npos) {
-    for (const std::string& name : {"lib" + module + ".so", module}) {
-      handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-      searched += "\n  " + name + " through the system loader (LD_LIBRARY_PATH, ld.so.cache, /lib, /usr/lib)";
-      if (handle != nullptr) {
-        loaded_from = name;
-        break;
-      }
-      const char* error = ::dlerror();
-      searched += std::string(" (") + (error != nullptr ? error : "not found") + ")";
-    }
-  }
-  if (handle == nullptr) {
-    refuse(module,
-           "no loadable shared library was found. Searched, in order (the config's folder, then "
-           "CNTKIO_PLUGIN_PATH, then the system loader):" +
-               searched);
-  }
+  if (search.handle == nullptr) refuse(search, "no loadable shared library was found.");
+
   using AbiVersion = int (*)();
   using Register = void (*)(PluginRegistrar&);
-  auto abi = reinterpret_cast<AbiVersion>(::dlsym(handle, "cntkio_plugin_abi_version"));
-  auto entry = reinterpret_cast<Register>(::dlsym(handle, "cntkio_plugin_register"));
+  auto abi = reinterpret_cast<AbiVersion>(::dlsym(search.handle, "cntkio_plugin_abi_version"));
+  auto entry = reinterpret_cast<Register>(::dlsym(search.handle, "cntkio_plugin_register"));
+  const std::string file =
+      abi != nullptr ? file_of(reinterpret_cast<void*>(abi), search.loaded_from) : search.loaded_from;
+  search.note(file, "taken");
   if (abi == nullptr || entry == nullptr) {
-    ::dlclose(handle);
-    refuse(module,
-           "'" + loaded_from +
+    ::dlclose(search.handle);
+    refuse(search,
+           "'" + file +
                "' is not a cntkio plugin: it has no cntkio_plugin_abi_version / cntkio_plugin_register "
                "entry point (define them with CNTKIO_PLUGIN, cntkio/plugin.hpp).");
   }
   const int abi_version = abi();
   if (abi_version != CNTKIO_PLUGIN_ABI_VERSION) {
-    ::dlclose(handle);
-    refuse(module, "'" + loaded_from + "' was built for plugin ABI version " + std::to_string(abi_version) +
+    ::dlclose(search.handle);
+    refuse(search, "'" + file + "' was built for plugin ABI version " + std::to_string(abi_version) +
                        ", but this cntkio (" + std::string(::cntkio::version()) + ") has version " +
                        std::to_string(CNTKIO_PLUGIN_ABI_VERSION) + ": rebuild it against this cntkio.");
   }
   Registrar registrar;
-  entry(registrar);
-  g_loaded[module] = handle;
+  try {
+    entry(registrar);
+  } catch (const std::exception& e) {
+    // Types registered before the failure stay registered (the library stays loaded for them).
+    refuse(search, "its registration function failed: " + std::string(e.what()));
+  } catch (...) {
+    refuse(search, "its registration function threw an exception that is not a std::exception.");
+  }
+  g_loaded[module] = search.handle;
 }
 
 }  // namespace cntkio
