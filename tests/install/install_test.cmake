@@ -96,6 +96,11 @@ else()
   message(STATUS "pkg-config not found: the pkg-config build is not checked")
 endif()
 
+# The example plugin (examples/plugin): built against the prefix, loaded by the installed CLI (which links
+# cntkio statically, so the plugin's libcntkio is a second copy in the process) and by programs that link the
+# installed shared library. What they read is checked against the values make_data.py writes.
+include(${CMAKE_CURRENT_LIST_DIR}/plugin_test.cmake)
+
 # The Python package: installed under the prefix, importable, same version.
 if(PYTHON)
   file(GLOB init ${prefix}/lib/python*/dist-packages/cntkio/__init__.py)
