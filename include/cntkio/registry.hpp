@@ -140,8 +140,10 @@ T options_of(const TransformSpec& spec, const char* options_name) {
 /// folder of the CNTKIO_PLUGIN_PATH environment variable (':'-separated), then the system's loader (its
 /// own search path). In a folder, `lib<module>.so`, `<module>.so` and `<module>` are tried; a `module` with
 /// a '/' is a path and is loaded as it is. Names of CNTK's own reader modules (CNTKTextFormatReader,
-/// CNTKBinaryReader, HTKDeserializers, ImageReader, ...) load nothing. Throws ConfigError naming the module
-/// and every place searched, a missing entry point, or another plugin ABI version.
+/// CNTKBinaryReader, HTKDeserializers, ImageReader, ...) load nothing. The first library found is taken.
+/// Throws ConfigError naming the module and every place searched when no library loads, when the one taken
+/// lacks the entry points or was built for another plugin ABI version, or when its registration throws;
+/// UsageError for a name or folder holding a NUL byte.
 void load_module(const std::string& module, const std::string& config_directory = {});
 
 /// Whether `module` names one of CNTK's built-in reader modules (nothing to load).

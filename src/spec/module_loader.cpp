@@ -70,12 +70,12 @@ std::string last_dl_error(const char* fallback) {
 // The search for one module: every place tried, in order, with what was found there.
 struct Search {
   std::string module;
-  std::string places;       // one line per place tried
+  std::string places;       // "place (outcome); ..." in order (one line: the CLI prints an error as one)
   void* handle = nullptr;   // the library taken, or null
   std::string loaded_from;  // where it was taken from
 
   void note(const std::string& place, const std::string& outcome) {
-    places += "\n  " + place + " (" + outcome + ")";
+    places += (places.empty() ? " " : "; ") + place + " (" + outcome + ")";
   }
 };
 
@@ -102,7 +102,7 @@ void search_folders(Search& search, const std::string& config_directory) {
   if (!config_directory.empty() && search_folder(search, config_directory)) return;
   const char* plugin_path = std::getenv("CNTKIO_PLUGIN_PATH");
   const std::vector<std::string> folders = split_path_list(plugin_path);
-  if (folders.empty()) search.places += "\n  (CNTKIO_PLUGIN_PATH is not set or empty)";
+  if (folders.empty()) search.note("CNTKIO_PLUGIN_PATH", "not set or empty");
   for (const std::string& folder : folders) {
     if (search_folder(search, folder)) return;
   }
