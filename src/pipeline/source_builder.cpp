@@ -48,10 +48,14 @@ std::vector<SequenceTransformerPtr> make_transformers(
     const std::vector<StreamInfo>& streams = deserializers[d]->streams();
     for (const StreamTransforms& chain : specs[d].transforms) {
       bool known = false;
-      for (const StreamInfo& s : streams) known = known || s.name == chain.stream;
+      std::string names;
+      for (const StreamInfo& s : streams) {
+        known = known || s.name == chain.stream;
+        names += (names.empty() ? "'" : ", '") + s.name + "'";
+      }
       if (!known && !chain.transforms.empty()) {
         throw UsageError("The transforms of a '" + specs[d].type + "' deserializer name the stream '" +
-                         chain.stream + "', which it does not have.");
+                         chain.stream + "', which it does not have (its streams: " + names + ").");
       }
     }
     for (const StreamInfo& stream : streams) {

@@ -63,7 +63,12 @@ endforeach()
 
 # `cntkio dump` of the config in `dir`, the output in `out`.
 function(dump dir)
-  execute_process(COMMAND ${prefix}/bin/cntkio dump --config npy.cntk --section Train --max-minibatches 1000 ${ARGN}
+  # --keys reads whole epochs; value dumps are capped at 10 minibatches unless told otherwise.
+  set(cap --max-minibatches 1000)
+  if("--keys" IN_LIST ARGN)
+    set(cap)
+  endif()
+  execute_process(COMMAND ${prefix}/bin/cntkio dump --config npy.cntk --section Train ${cap} ${ARGN}
                   WORKING_DIRECTORY ${dir} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "cntkio dump ${ARGN} in ${dir} failed (${rc}):\n${out}\n${err}")
