@@ -1,5 +1,5 @@
-// Pass 1 of the CTF reader: the index (sequences with their byte ranges and line counts, then chunks),
-// and CNTK's binary index cache. Behaviour: spec ctf.md §4 and §5.
+// Pass 1 of the CTF reader: the index (sequences with their byte ranges and line counts, then chunks;
+// ctf_index.cpp), and CNTK's binary index cache (ctf_index_cache.cpp). Behaviour: spec ctf.md §4 and §5.
 #pragma once
 
 #include <cstdint>
