@@ -12,8 +12,8 @@
 #include "cntkio/cbf.hpp"
 #include "cntkio/errors.hpp"
 #include "core/input_file.hpp"
+#include "core/output_file.hpp"
 #include "formats/cbf/cbf_format.hpp"
-#include "formats/cbf/output_file.hpp"
 
 namespace cntkio {
 namespace {
@@ -92,7 +92,7 @@ struct CbfWriter::Impl {
     bodies.resize(streams.size());
     if (legacy) {
       legacy_sparse.resize(streams.size());
-      data = std::make_unique<cbf::OutputFile>(path + ".data");
+      data = std::make_unique<core::OutputFile>(path + ".data");
     } else {
       std::vector<unsigned char> prefix;
       put_le<uint64_t>(prefix, kCbfMagic);
@@ -363,9 +363,9 @@ struct CbfWriter::Impl {
 
   std::vector<CbfWriterStream> streams;
   CbfWriterOptions options;
-  cbf::OutputFile out;
-  std::unique_ptr<cbf::OutputFile> data;  // legacy: chunk data, appended after the header by finish()
-  std::vector<uint32_t> lengths;          // pending chunk: scheduling lengths
+  core::OutputFile out;
+  std::unique_ptr<core::OutputFile> data;  // legacy: chunk data, appended after the header by finish()
+  std::vector<uint32_t> lengths;           // pending chunk: scheduling lengths
   std::vector<std::vector<unsigned char>> bodies;  // pending chunk: per stream records (legacy: dense values)
   std::vector<LegacySparse> legacy_sparse;         // pending chunk, legacy sparse blocks
   uint64_t chunk_bytes = 0;

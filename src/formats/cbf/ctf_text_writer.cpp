@@ -13,7 +13,7 @@
 
 #include "cntkio/convert.hpp"
 #include "cntkio/errors.hpp"
-#include "formats/cbf/output_file.hpp"
+#include "core/output_file.hpp"
 #include "formats/ctf/ctf_number.hpp"
 
 namespace cntkio {
@@ -263,7 +263,7 @@ struct CtfWriter::Impl {
   }
 
   std::vector<CtfWriterStream> streams;
-  cbf::OutputFile out;
+  core::OutputFile out;
   std::string previous_id;  // of the last sequence, without leading zeros
   std::string line;
   std::string text;

@@ -13,8 +13,8 @@
 
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
+#include "core/output_file.hpp"
 #include "core/output_path.hpp"
-#include "formats/cbf/output_file.hpp"
 #include "formats/htk/htk_file.hpp"
 
 namespace cntkio {
@@ -190,13 +190,13 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
   if (dir.string().find('[') != std::string::npos) {
     throw UsageError("The output folder '" + dir.string() + "' holds '[', which an SCP line cannot carry.");
   }
-  cbf::check_output_name(options.scp_file);
-  cbf::check_output_name(dir.string());
+  core::check_output_name(options.scp_file);
+  core::check_output_name(dir.string());
   core::check_output_path(options.scp_file);
   // The feature files are staged until all are written; the SCP (in a folder that may have to be created
   // with theirs) is written next to its path and renamed into place last.
   StagedFiles staged(dir);
-  cbf::OutputFile scp_out(options.scp_file);
+  core::OutputFile scp_out(options.scp_file);
 
   HtkConvertResult result;
   std::string scp;

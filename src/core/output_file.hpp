@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace cntkio::cbf {
+namespace cntkio::core {
 
 class OutputFile {
  public:
@@ -45,4 +45,4 @@ class OutputFile {
 /// Throws UsageError when `path` holds a NUL byte: the system would write to the path cut there instead.
 void check_output_name(const std::string& path);
 
-}  // namespace cntkio::cbf
+}  // namespace cntkio::core

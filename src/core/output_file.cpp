@@ -1,4 +1,4 @@
-#include "formats/cbf/output_file.hpp"
+#include "core/output_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include "cntkio/errors.hpp"
 #include "core/output_path.hpp"
 
-namespace cntkio::cbf {
+namespace cntkio::core {
 namespace {
 constexpr size_t kBufferSize = 1 << 20;
 }
@@ -93,4 +93,4 @@ void OutputFile::commit() {
   committed_ = true;
 }
 
-}  // namespace cntkio::cbf
+}  // namespace cntkio::core
