@@ -1,9 +1,10 @@
 // Conversions between CTF, CBF and legacy CBF v1: read with a deserializer, write with CbfWriter/CtfWriter.
+#include "cntkio/convert.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 
-#include "cntkio/convert.hpp"
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
 #include "core/text.hpp"
