@@ -1,5 +1,7 @@
 // Pass 2 of the CTF reader: parsing the rows of a chunk's sequences into per-stream buffers, with CNTK's
-// exact rules, messages and error budget (spec ctf.md §6, §7).
+// exact rules, messages and error budget (spec ctf.md §6, §7). parse_chunk and ErrorBudget are in
+// ctf_parallel_parse.cpp, the row parsers in ctf_row_parser.cpp and ctf_fast_rows.cpp (ctf_chunk_parser.hpp),
+// the chunk's storage and StorageRecycler in ctf_chunk_storage.{hpp,cpp}.
 #pragma once
 
 #include <atomic>
