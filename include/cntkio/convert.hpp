@@ -1,5 +1,5 @@
 /// @file
-/// Converters between the CNTK Text Format (CTF), CBF and legacy CBF v1, and a CTF text writer.
+/// Converters between the CNTK Text Format (CTF), CBF and legacy CBF v1 (the CTF writer is in ctf.hpp).
 ///
 /// A conversion reads the input with cntkio's own deserializer (so CTF is parsed with CNTK's exact rules)
 /// and writes every sequence, in file order, to the output. Conversions are lossless: values are stored or
@@ -8,7 +8,7 @@
 /// sequences, sample counts, sparse entries and scheduling lengths, where the output format can hold them
 /// (otherwise the conversion fails with a UsageError saying what cannot be represented).
 ///
-/// Thread-safety: the functions are reentrant; a CtfWriter is not thread-safe.
+/// Thread-safety: the functions are reentrant.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cntkio/cbf.hpp"
+#include "cntkio/ctf.hpp"
 #include "cntkio/deserializer.hpp"
 #include "cntkio/minibatch_source.hpp"
 
@@ -88,48 +89,5 @@ ConvertSummary convert_file(const std::string& input, DataFormat from, const std
 /// and `streams` of `options` are ignored) to `output`.
 ConvertSummary convert_deserializer(Deserializer& source, const std::string& output,
                                     const ConvertOptions& options);
-
-/// One stream of a CTF file being written.
-struct CtfWriterStream {
-  std::string alias;                              ///< the `|alias` written before its samples
-  StorageFormat storage = StorageFormat::kDense;  ///< dense or sparse
-  uint64_t dim = 0;                               ///< sample dimension (dense: values per sample)
-};
-
-/// Writes a CTF file sequence by sequence: one row per time step, `id |alias values ...` for every stream
-/// that still has a sample at that step. Values use the shortest spelling that CNTK's CTF number parser
-/// reads back to the identical value (infinities as `1e999`, NaN as `0e999`). Written under
-/// `<path>.partial`, renamed by finish().
-class CtfWriter {
- public:
-  /// Creates `<path>.partial` for the given streams (written in this order in every row). Throws UsageError
-  /// for invalid streams, IoError.
-  CtfWriter(std::string path, std::vector<CtfWriterStream> streams);
-  /// Removes the partial file unless finish() was called.
-  ~CtfWriter();
-  CtfWriter(const CtfWriter&) = delete;
-  CtfWriter& operator=(const CtfWriter&) = delete;
-
-  /// Appends a sequence with id `id` (digits). Every stream needs at least one sample (CTF cannot hold an
-  /// empty stream in a sequence). Throws UsageError, IoError.
-  void add_sequence(std::string_view id, const std::vector<SequenceData>& data,
-                    const std::vector<ElementType>& types);
-  /// Flushes and renames the file into place. Throws IoError.
-  void finish();
-  /// Bytes written so far (the file size after finish()).
-  uint64_t bytes_written() const;
-  /// Values no spelling was found for that CNTK's parser reads back exactly (only extreme doubles, such as
-  /// some subnormals; written with 17 digits, which it reads to within an ulp or two).
-  uint64_t inexact_values() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
-/// The text CtfWriter writes for `value` (float: the float value, double: the double value).
-std::string ctf_number_text(double value, ElementType type);
-/// CNTK's CTF number parser (spec ctf.md §6.6) applied to a complete number `text`; std::nullopt if it fails.
-std::optional<double> ctf_parse_number(std::string_view text);
 
 }  // namespace cntkio

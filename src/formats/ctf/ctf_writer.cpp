@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "cntkio/convert.hpp"
+#include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
 #include "core/output_file.hpp"
 #include "formats/ctf/ctf_number.hpp"
