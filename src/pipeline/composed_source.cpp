@@ -125,14 +125,9 @@ class ComposedSource final : public MinibatchSource {
   void set_description(std::function<std::vector<std::string>()> describe) {
     describe_ = std::move(describe);
   }
-  void check_inputs_intact() const {
-    for (const auto& d : skips_.deserializers) d->check_inputs_intact();
-  }
   void set_skip_sources(pipeline::SkipSources skips) {
     skips_ = std::move(skips);
-    packer_->set_input_check([deserializers = skips_.deserializers] {
-      for (const auto& d : deserializers) d->check_inputs_intact();
-    });
+    packer_->set_input_check(skips_.input_check());
   }
 
   bool defer_values(bool on) override { return packer_->defer_values(on); }
@@ -380,12 +375,12 @@ class ComposedSource final : public MinibatchSource {
     try {
       r.minibatch = packer_->read_minibatch();
     } catch (const Error&) {
-      check_inputs_intact();  // zeros read past the new end of a cut file are no format error
+      skips_.check_inputs_intact();  // zeros read past the new end of a cut file are no format error
       throw;
     }
     // Values copied from a mapped file that was cut meanwhile are zeros it never held. (Deferred values are
     // checked by whoever copies them.)
-    if (!r.minibatch.deferred_values) check_inputs_intact();
+    if (!r.minibatch.deferred_values) skips_.check_inputs_intact();
     r.after = enumerator_->state();
     r.packer_after = packer_->state();
     return r;

@@ -46,5 +46,15 @@ SkipReport SkipSources::report() const {
   return report;
 }
 
+void SkipSources::check_inputs_intact() const {
+  for (const auto& d : deserializers) {
+    if (d) d->check_inputs_intact();
+  }
+}
+
+std::function<void()> SkipSources::input_check() const {
+  return [inputs = SkipSources{deserializers, nullptr, {}, {}}] { inputs.check_inputs_intact(); };
+}
+
 }  // namespace pipeline
 }  // namespace cntkio
