@@ -3,10 +3,6 @@
 // slots and the random transforms' draws) and the skip report. MinibatchSource::create assembles one.
 #include "pipeline/composed_source.hpp"
 
-#include <chrono>
-#include <deque>
-#include <exception>
-#include <future>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -15,7 +11,7 @@
 
 #include "cntkio/errors.hpp"
 #include "core/logger.hpp"
-#include "core/thread_pool.hpp"
+#include "pipeline/read_ahead.hpp"
 
 namespace cntkio::pipeline {
 namespace {
@@ -27,15 +23,15 @@ class ComposedSource final : public MinibatchSource {
       : enumerator_(std::move(enumerator)),
         packer_(std::move(packer)),
         truncation_length_(truncation_length),
-        prefetch_(settings.prefetch),
-        logger_(settings.trace_level) {
+        logger_(settings.trace_level),
+        read_ahead_([this] { return read_one(); }, settings.prefetch) {
     if (std::optional<TransformDraws> draws = enumerator_->state().transform_draws) {
       random_transforms_ = true;
       epoch_start_draws_[0] = std::move(*draws);
     }
   }
 
-  ~ComposedSource() override { discard_pending(); }
+  ~ComposedSource() override { read_ahead_.discard(); }
 
   const std::vector<StreamInfo>& streams() const override { return enumerator_->streams(); }
 
@@ -44,7 +40,7 @@ class ComposedSource final : public MinibatchSource {
     if (epoch_size == 0) throw UsageError("Epoch size cannot be 0.");
     if (minibatch_size == 0) throw UsageError("Minibatch size cannot be 0.");
     check_worker(worker_rank, num_workers);
-    discard_pending();
+    read_ahead_.discard();
     EpochConfiguration config;
     config.num_workers = num_workers;
     config.worker_rank = worker_rank;
@@ -64,15 +60,10 @@ class ComposedSource final : public MinibatchSource {
       }
       epoch_draws_exact_ = true;
     }
-    const bool held = hold_prefetch_;
-    hold_prefetch_ = held || replay_for_epoch_.has_value();
-    try {
+    {
+      ReadAhead::Hold hold = read_ahead_.hold(replay_for_epoch_.has_value());
       begin_then_restore(config);
-    } catch (...) {
-      hold_prefetch_ = held;
-      throw;
     }
-    hold_prefetch_ = held;
     v2_mode_ = false;
     v2_started_ = false;
     apply_pending_restore();
@@ -81,21 +72,17 @@ class ComposedSource final : public MinibatchSource {
   size_t sweep_size() override {
     // As the base class, but without starting to read ahead: the caller reconfigures the reader next (the
     // read-ahead of this epoch would load the whole first randomization window for nothing).
-    hold_prefetch_ = true;
-    try {
+    {
+      ReadAhead::Hold hold = read_ahead_.hold();
       start_epoch(1, 1, kFullSweep, 0, 1);
-    } catch (...) {
-      hold_prefetch_ = false;
-      throw;
     }
-    hold_prefetch_ = false;
     return current_sample_position();
   }
 
   bool next_minibatch(Minibatch& out) override {
     position_engines();
     while (!epoch_over_) {
-      ReadResult r = next_read();
+      ReadResult r = read_ahead_.next();
       if (r.minibatch.end_of_epoch) {
         epoch_over_ = true;
         // The draws after a whole v1 epoch read from its start are where the next epoch starts.
@@ -156,7 +143,7 @@ class ComposedSource final : public MinibatchSource {
     if (minibatch_size == 0) throw UsageError("Minibatch size in samples must be greater than 0.");
     check_worker(partition_index, num_partitions);
     if (!v2_started_) {
-      discard_pending();
+      read_ahead_.discard();
       EpochConfiguration config;
       config.num_workers = num_partitions;
       config.worker_rank = partition_index;
@@ -180,7 +167,7 @@ class ComposedSource final : public MinibatchSource {
       apply_pending_restore();
     } else if (minibatch_size != config_.minibatch_size_in_samples || num_partitions != config_.num_workers ||
                partition_index != config_.worker_rank) {
-      discard_pending();
+      read_ahead_.discard();
       config_.minibatch_size_in_samples = minibatch_size;
       config_.num_workers = num_partitions;
       config_.worker_rank = partition_index;
@@ -223,7 +210,7 @@ class ComposedSource final : public MinibatchSource {
           "The reader state records random transform draws, but this reader has no random "
           "transforms (a state of another reader?).");
     }
-    discard_pending();
+    read_ahead_.discard();
     // The state positions the engines (or, without recorded draws, puts them back at their seeds).
     replay_for_epoch_.reset();
     epoch_draws_exact_ = state.transform_draws.has_value() && state.worker_positions.empty();
@@ -242,12 +229,6 @@ class ComposedSource final : public MinibatchSource {
   }
 
  private:
-  struct ReadResult {
-    Minibatch minibatch;
-    pipeline::EnumeratorState after;
-    pipeline::PackerState packer_after;
-  };
-
   // Truncated BPTT, same workers as the run that took `state`: rewinds to the oldest sequence still queued in
   // a slot and pulls every sequence again into its slot, so that nothing pulled but not emitted is lost.
   // False when the state holds no slots or does not fit this configuration (the caller then restores the
@@ -352,10 +333,8 @@ class ComposedSource final : public MinibatchSource {
   // read ahead from the epoch's start: that would load the start's whole randomization window, and the
   // restore would then wait for it and drop it.
   void begin_then_restore(const EpochConfiguration& config) {
-    const bool held = hold_prefetch_;
-    hold_prefetch_ = held || pending_restore_.has_value();
+    ReadAhead::Hold hold = read_ahead_.hold(pending_restore_.has_value());
     begin(config);
-    hold_prefetch_ = held;
   }
 
   void begin(const EpochConfiguration& config) {
@@ -386,101 +365,15 @@ class ComposedSource final : public MinibatchSource {
     return r;
   }
 
-  // Minibatches the prefetch thread reads in one go. Handing one minibatch from thread to thread costs two
-  // wake-ups (tens of microseconds in a VM), as much as packing a small minibatch, so the thread reads ahead
-  // until it has read kBatchBytes of minibatch data, worked kBatchTime or read kMaxBatch minibatches, and
-  // stops at the end of the epoch or an error. Large minibatches thus still go one at a time (one ahead, as
-  // CNTK's prefetch), and reading ahead never holds much more memory than that.
-  static constexpr size_t kMaxBatch = 64;
-  static constexpr size_t kBatchBytes = 256 << 10;
-  static constexpr std::chrono::microseconds kBatchTime{2000};
-
-  static size_t data_bytes(const Minibatch& minibatch) {
-    size_t bytes = 0;
-    for (const StreamBatch& s : minibatch.streams) {
-      bytes += s.values.size() + (s.row_indices.size() + s.col_starts.size()) * sizeof(int32_t);
-    }
-    if (minibatch.deferred_values) {
-      bytes += static_cast<const pipeline::DeferredValues*>(minibatch.deferred_values.get())->bytes;
-    }
-    return bytes;
-  }
-
-  struct ReadBatch {
-    std::vector<ReadResult> results;
-    std::exception_ptr failure;  // thrown by the read after the last result
-    bool epoch_end = false;
-  };
-
-  ReadBatch read_batch() {
-    ReadBatch batch;
-    const auto start = std::chrono::steady_clock::now();
-    size_t bytes = 0;
-    try {
-      do {
-        batch.results.push_back(read_one());
-        if (batch.results.back().minibatch.end_of_epoch) {
-          batch.epoch_end = true;
-          break;
-        }
-        bytes += data_bytes(batch.results.back().minibatch);
-      } while (batch.results.size() < kMaxBatch && bytes < kBatchBytes &&
-               std::chrono::steady_clock::now() - start < kBatchTime);
-    } catch (...) {
-      batch.failure = std::current_exception();
-    }
-    return batch;
-  }
-
-  ReadResult next_read() {
-    if (ready_.empty() && pending_.valid()) {
-      std::future<ReadBatch> f = std::move(pending_);
-      ReadBatch batch = f.get();
-      for (ReadResult& r : batch.results) ready_.push_back(std::move(r));
-      failure_ = batch.failure;
-      produced_epoch_end_ = batch.epoch_end;
-      schedule();  // the next batch is read while the caller takes these
-    }
-    if (!ready_.empty()) {
-      ReadResult r = std::move(ready_.front());
-      ready_.pop_front();
-      return r;
-    }
-    if (failure_) {
-      std::exception_ptr failure = failure_;
-      failure_ = nullptr;
-      std::rethrow_exception(failure);
-    }
-    return read_one();
-  }
-
-  // Reads the next minibatches on the prefetch thread; the packer and enumerator are only ever used by one
-  // thread at a time (the caller takes a batch before it touches them or schedules the next one).
+  // The packer and enumerator are only ever used by one thread at a time: read_ahead_ waits for its batch
+  // before the caller touches them.
   void schedule() {
-    if (!prefetch_ || hold_prefetch_ || epoch_over_ || produced_epoch_end_ || failure_ || pending_.valid())
-      return;
-    pending_ = prefetch_thread_.submit([this] { return read_batch(); });
-  }
-
-  // Drops what was read ahead; the caller repositions the enumerator and packer before reading again.
-  void discard_pending() {
-    if (pending_.valid()) pending_.wait();
-    pending_ = {};
-    ready_.clear();
-    failure_ = nullptr;
-    produced_epoch_end_ = false;
+    if (!epoch_over_) read_ahead_.schedule();
   }
 
   std::shared_ptr<pipeline::SequenceEnumerator> enumerator_;
   std::unique_ptr<pipeline::Packer> packer_;
   size_t truncation_length_;
-  bool prefetch_;
-  bool hold_prefetch_ = false;  // sweep_size(): configure without reading ahead
-  core::ThreadPool prefetch_thread_{1};
-  std::future<ReadBatch> pending_;
-  std::deque<ReadResult> ready_;  // read ahead, not yet delivered
-  std::exception_ptr failure_;    // the read after ready_ failed
-  bool produced_epoch_end_ = false;
   EpochConfiguration config_;
   bool configured_ = false;
   bool epoch_over_ = true;
@@ -498,6 +391,7 @@ class ComposedSource final : public MinibatchSource {
   std::map<size_t, TransformDraws> epoch_start_draws_;  // v1: the draws at the start of epoch k
   std::optional<size_t> replay_for_epoch_;  // start_epoch(k) found the engines elsewhere than k's start
   bool epoch_draws_exact_ = false;          // this v1 epoch began with the engines of an uninterrupted run
+  ReadAhead read_ahead_;                    // last: it stops reading before the rest goes
 };
 
 }  // namespace

@@ -1,0 +1,88 @@
+#include "pipeline/read_ahead.hpp"
+
+#include <utility>
+
+namespace cntkio::pipeline {
+
+namespace {
+
+// Apart from next(), whose other returns keep GCC 12 from eliding this copy (and make it warn falsely that
+// the state's optional draws may be read uninitialized).
+ReadResult take_front(std::deque<ReadResult>& ready) {
+  ReadResult r = std::move(ready.front());
+  ready.pop_front();
+  return r;
+}
+
+}  // namespace
+
+size_t minibatch_data_bytes(const Minibatch& minibatch) {
+  size_t bytes = 0;
+  for (const StreamBatch& s : minibatch.streams) {
+    bytes += s.values.size() + (s.row_indices.size() + s.col_starts.size()) * sizeof(int32_t);
+  }
+  if (minibatch.deferred_values) {
+    bytes += static_cast<const DeferredValues*>(minibatch.deferred_values.get())->bytes;
+  }
+  return bytes;
+}
+
+ReadAhead::ReadAhead(ReadFunction read, bool enabled, ReadAheadLimits limits)
+    : read_(std::move(read)), enabled_(enabled), limits_(limits) {}
+
+ReadAhead::~ReadAhead() {
+  discard();
+}
+
+void ReadAhead::schedule() {
+  if (!enabled_ || holds_ > 0 || produced_epoch_end_ || failure_ || pending_.valid()) return;
+  pending_ = thread_.submit([this] { return read_batch(); });
+}
+
+ReadResult ReadAhead::next() {
+  if (ready_.empty() && pending_.valid()) {
+    std::future<Batch> f = std::move(pending_);
+    Batch batch = f.get();
+    for (ReadResult& r : batch.results) ready_.push_back(std::move(r));
+    failure_ = batch.failure;
+    produced_epoch_end_ = batch.epoch_end;
+    schedule();  // the next batch is read while the caller takes these
+  }
+  if (!ready_.empty()) return take_front(ready_);
+  if (failure_) {
+    std::exception_ptr failure = failure_;
+    failure_ = nullptr;
+    std::rethrow_exception(failure);
+  }
+  return read_();
+}
+
+void ReadAhead::discard() {
+  if (pending_.valid()) pending_.wait();
+  pending_ = {};
+  ready_.clear();
+  failure_ = nullptr;
+  produced_epoch_end_ = false;
+}
+
+ReadAhead::Batch ReadAhead::read_batch() {
+  Batch batch;
+  const auto start = std::chrono::steady_clock::now();
+  size_t bytes = 0;
+  try {
+    do {
+      batch.results.push_back(read_());
+      if (batch.results.back().minibatch.end_of_epoch) {
+        batch.epoch_end = true;
+        break;
+      }
+      bytes += minibatch_data_bytes(batch.results.back().minibatch);
+    } while (batch.results.size() < limits_.max_batch && bytes < limits_.batch_bytes &&
+             std::chrono::steady_clock::now() - start < limits_.batch_time);
+  } catch (...) {
+    batch.failure = std::current_exception();
+  }
+  return batch;
+}
+
+}  // namespace cntkio::pipeline
