@@ -11,6 +11,7 @@
 
 #include "cntkio/errors.hpp"
 #include "core/logger.hpp"
+#include "pipeline/epoch_book.hpp"
 #include "pipeline/read_ahead.hpp"
 
 namespace cntkio::pipeline {
@@ -22,7 +23,7 @@ class ComposedSource final : public MinibatchSource {
                  const ReaderSettings& settings)
       : enumerator_(std::move(enumerator)),
         packer_(std::move(packer)),
-        truncation_length_(truncation_length),
+        book_(truncation_length),
         logger_(settings.trace_level),
         read_ahead_([this] { return read_one(); }, settings.prefetch) {
     if (std::optional<TransformDraws> draws = enumerator_->state().transform_draws) {
@@ -37,18 +38,9 @@ class ComposedSource final : public MinibatchSource {
 
   void start_epoch(size_t minibatch_size, size_t epoch_index, size_t epoch_size, size_t worker_rank,
                    size_t num_workers) override {
-    if (epoch_size == 0) throw UsageError("Epoch size cannot be 0.");
-    if (minibatch_size == 0) throw UsageError("Minibatch size cannot be 0.");
-    check_worker(worker_rank, num_workers);
+    const EpochConfiguration config =
+        book_.v1_epoch(minibatch_size, epoch_index, epoch_size, worker_rank, num_workers);
     read_ahead_.discard();
-    EpochConfiguration config;
-    config.num_workers = num_workers;
-    config.worker_rank = worker_rank;
-    config.minibatch_size_in_samples = minibatch_size;
-    config.total_epoch_size_in_samples = epoch_size;
-    config.epoch_index = epoch_index;
-    config.allow_minibatches_to_cross_sweeps = false;
-    config.truncation_length = truncation_length_;
     // Random transforms: epoch k starts with the engines where an uninterrupted run has them after epochs
     // 0..k-1. Engines elsewhere (a fresh reader, epochs skipped or cut short, an earlier epoch again) are
     // positioned before the first read (position_engines), unless a restore positions them first.
@@ -64,8 +56,7 @@ class ComposedSource final : public MinibatchSource {
       ReadAhead::Hold hold = read_ahead_.hold(replay_for_epoch_.has_value());
       begin_then_restore(config);
     }
-    v2_mode_ = false;
-    v2_started_ = false;
+    book_.mark_v1();
     apply_pending_restore();
   }
 
@@ -81,13 +72,13 @@ class ComposedSource final : public MinibatchSource {
 
   bool next_minibatch(Minibatch& out) override {
     position_engines();
-    while (!epoch_over_) {
+    while (!book_.epoch_over()) {
       ReadResult r = read_ahead_.next();
       if (r.minibatch.end_of_epoch) {
-        epoch_over_ = true;
+        book_.end_epoch();
         // The draws after a whole v1 epoch read from its start are where the next epoch starts.
-        if (!v2_mode_ && epoch_draws_exact_ && r.after.transform_draws) {
-          epoch_start_draws_[config_.epoch_index + 1] = *r.after.transform_draws;
+        if (book_.v1() && epoch_draws_exact_ && r.after.transform_draws) {
+          epoch_start_draws_[book_.config().epoch_index + 1] = *r.after.transform_draws;
         }
       }
       state_ = r.after;
@@ -128,52 +119,26 @@ class ComposedSource final : public MinibatchSource {
   }
 
   void set_v2_limits(size_t max_samples, size_t max_sweeps) override {
-    if (max_samples != kInfinitelyRepeat && max_sweeps != kInfinitelyRepeat) {
-      throw UsageError("max_samples and max_sweeps cannot both be set.");
-    }
-    if (max_samples == 0 || max_sweeps == 0) throw UsageError("max_samples and max_sweeps must be positive.");
-    max_samples_ = max_samples;
-    max_sweeps_ = max_sweeps;
-    v2_mode_ = true;
-    v2_started_ = false;
+    book_.set_v2_limits(max_samples, max_sweeps);
   }
 
   bool next_minibatch_v2(size_t minibatch_size, size_t num_partitions, size_t partition_index,
                          Minibatch& out) override {
-    if (minibatch_size == 0) throw UsageError("Minibatch size in samples must be greater than 0.");
-    check_worker(partition_index, num_partitions);
-    if (!v2_started_) {
+    EpochBook::check_v2_request(minibatch_size, num_partitions, partition_index);
+    if (book_.v2_start_due()) {
       read_ahead_.discard();
-      EpochConfiguration config;
-      config.num_workers = num_partitions;
-      config.worker_rank = partition_index;
-      config.minibatch_size_in_samples = minibatch_size;
-      config.allow_minibatches_to_cross_sweeps = true;
-      config.truncation_length = truncation_length_;
-      if (max_sweeps_ != kInfinitelyRepeat) {
-        config.total_epoch_size_in_sweeps = max_sweeps_;
-      } else if (max_samples_ == kFullDataSweep) {
-        config.total_epoch_size_in_samples = pipeline::kRequestDataSize;
-      } else if (max_samples_ == kInfinitelyRepeat) {
-        config.total_epoch_size_in_samples = std::numeric_limits<size_t>::max() / 2;
-      } else {
-        config.total_epoch_size_in_samples = max_samples_;
-      }
+      const EpochConfiguration config = book_.v2_epoch(minibatch_size, num_partitions, partition_index);
       replay_for_epoch_.reset();
       epoch_draws_exact_ = false;
       begin_then_restore(config);
-      v2_mode_ = true;
-      v2_started_ = true;
+      book_.mark_v2_reading();
       apply_pending_restore();
-    } else if (minibatch_size != config_.minibatch_size_in_samples || num_partitions != config_.num_workers ||
-               partition_index != config_.worker_rank) {
+    } else if (book_.v2_split_changes(minibatch_size, num_partitions, partition_index)) {
       read_ahead_.discard();
-      config_.minibatch_size_in_samples = minibatch_size;
-      config_.num_workers = num_partitions;
-      config_.worker_rank = partition_index;
-      enumerator_->set_configuration(config_);
+      const EpochConfiguration& config = book_.resplit_v2(minibatch_size, num_partitions, partition_index);
+      enumerator_->set_configuration(config);
       enumerator_->restore(state_);
-      packer_->set_configuration(config_);
+      packer_->set_configuration(config);
       packer_state_ = packer_->state();
     }
     return next_minibatch(out);
@@ -187,8 +152,8 @@ class ComposedSource final : public MinibatchSource {
     s.position = state_.position;
     s.sequence_counter = state_.sequence_counter;
     s.transform_draws = state_.transform_draws;
-    s.num_workers = config_.num_workers;
-    s.worker_rank = config_.worker_rank;
+    s.num_workers = book_.config().num_workers;
+    s.worker_rank = book_.config().worker_rank;
     if (packer_state_.present) {
       ReaderState::BpttSlots slots;
       slots.position = packer_state_.replay_from.position;
@@ -201,7 +166,7 @@ class ComposedSource final : public MinibatchSource {
   }
 
   void restore(const ReaderState& state) override {
-    if (!configured_ || (v2_mode_ && !v2_started_)) {
+    if (book_.restore_waits()) {
       pending_restore_ = state;  // applied when reading starts (start_epoch or the first v2 read)
       return;
     }
@@ -221,10 +186,10 @@ class ComposedSource final : public MinibatchSource {
     for (uint64_t p : state.worker_positions) delivered.positions.push_back(static_cast<size_t>(p));
     enumerator_->restore(target);
     enumerator_->skip_delivered(delivered);
-    packer_->set_configuration(config_);
+    packer_->set_configuration(book_.config());
     state_ = enumerator_->state();
     packer_state_ = packer_->state();
-    epoch_over_ = false;
+    book_.open();
     schedule();
   }
 
@@ -234,8 +199,8 @@ class ComposedSource final : public MinibatchSource {
   // False when the state holds no slots or does not fit this configuration (the caller then restores the
   // position alone, as CNTK does).
   bool restore_packer_slots(const ReaderState& state) {
-    if (!state.bptt || !state.worker_positions.empty() || state.num_workers != config_.num_workers ||
-        state.worker_rank != config_.worker_rank) {
+    if (!state.bptt || !state.worker_positions.empty() || state.num_workers != book_.config().num_workers ||
+        state.worker_rank != book_.config().worker_rank) {
       return false;
     }
     pipeline::PackerState slots;
@@ -246,14 +211,14 @@ class ComposedSource final : public MinibatchSource {
       slots.pulls.push_back({static_cast<size_t>(slot), static_cast<size_t>(queued)});
     }
     slots.cursors.assign(state.bptt->cursors.begin(), state.bptt->cursors.end());
-    packer_->set_configuration(config_);
+    packer_->set_configuration(book_.config());
     if (slots.cursors.size() != packer_->state().cursors.size()) return false;
     enumerator_->restore(slots.replay_from);
     enumerator_->skip_delivered({});
     if (!packer_->restore(slots)) return false;
     state_ = enumerator_->state();
     packer_state_ = packer_->state();
-    epoch_over_ = false;
+    book_.open();
     schedule();
     return true;
   }
@@ -297,7 +262,7 @@ class ComposedSource final : public MinibatchSource {
               " again and discarding them to get there. This is slow; restoring a checkpoint taken in "
               "that run avoids it.");
     }
-    EpochConfiguration replay = config_;
+    EpochConfiguration replay = book_.config();
     for (size_t epoch = from; epoch < target; ++epoch) {
       replay.epoch_index = epoch;
       enumerator_->start_epoch(replay);
@@ -308,17 +273,10 @@ class ComposedSource final : public MinibatchSource {
       epoch_start_draws_[epoch + 1] = current_draws();
     }
     if (from < target) {
-      begin(config_);  // epoch `target` from its start, with its read-ahead
+      begin(book_.config());  // epoch `target` from its start, with its read-ahead
     } else {
       state_ = enumerator_->state();
       schedule();
-    }
-  }
-
-  static void check_worker(size_t rank, size_t count) {
-    if (count == 0 || rank >= count) {
-      throw UsageError("Worker rank " + std::to_string(rank) + " is not below the number of workers " +
-                       std::to_string(count) + ".");
     }
   }
 
@@ -338,12 +296,11 @@ class ComposedSource final : public MinibatchSource {
   }
 
   void begin(const EpochConfiguration& config) {
-    config_ = config;
-    configured_ = true;
+    book_.configure(config);
     enumerator_->start_epoch(config);
     enumerator_->skip_delivered({});
     packer_->set_configuration(config);
-    epoch_over_ = false;
+    book_.open();
     state_ = enumerator_->state();
     packer_state_ = packer_->state();
     schedule();
@@ -368,21 +325,14 @@ class ComposedSource final : public MinibatchSource {
   // The packer and enumerator are only ever used by one thread at a time: read_ahead_ waits for its batch
   // before the caller touches them.
   void schedule() {
-    if (!epoch_over_) read_ahead_.schedule();
+    if (!book_.epoch_over()) read_ahead_.schedule();
   }
 
   std::shared_ptr<pipeline::SequenceEnumerator> enumerator_;
   std::unique_ptr<pipeline::Packer> packer_;
-  size_t truncation_length_;
-  EpochConfiguration config_;
-  bool configured_ = false;
-  bool epoch_over_ = true;
+  EpochBook book_;
   pipeline::EnumeratorState state_;
   pipeline::PackerState packer_state_;  // truncated BPTT: what the slots hold after the last minibatch
-  size_t max_samples_ = kInfinitelyRepeat;
-  size_t max_sweeps_ = kInfinitelyRepeat;
-  bool v2_mode_ = false;
-  bool v2_started_ = false;
   std::optional<ReaderState> pending_restore_;
   pipeline::SkipSources skips_;
   std::function<std::vector<std::string>()> describe_;
