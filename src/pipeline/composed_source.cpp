@@ -11,6 +11,7 @@
 
 #include "cntkio/errors.hpp"
 #include "core/logger.hpp"
+#include "pipeline/checkpoint_state.hpp"
 #include "pipeline/epoch_book.hpp"
 #include "pipeline/read_ahead.hpp"
 
@@ -81,8 +82,7 @@ class ComposedSource final : public MinibatchSource {
           epoch_start_draws_[book_.config().epoch_index + 1] = *r.after.transform_draws;
         }
       }
-      state_ = r.after;
-      packer_state_ = std::move(r.packer_after);
+      checkpoint_.record(std::move(r.after), std::move(r.packer_after));
       // CNTK's shim also ends the epoch on an empty minibatch in mid-epoch (possible for one worker of
       // many); that drops the rest of the epoch for this worker, so we keep reading instead.
       if (r.minibatch.empty()) continue;
@@ -94,7 +94,7 @@ class ComposedSource final : public MinibatchSource {
     return false;
   }
 
-  size_t current_sample_position() const override { return state_.position; }
+  size_t current_sample_position() const override { return checkpoint_.position(); }
 
   SkipReport skip_report() const override { return skips_.report(); }
   std::vector<std::string> describe() const override {
@@ -135,11 +135,7 @@ class ComposedSource final : public MinibatchSource {
       apply_pending_restore();
     } else if (book_.v2_split_changes(minibatch_size, num_partitions, partition_index)) {
       read_ahead_.discard();
-      const EpochConfiguration& config = book_.resplit_v2(minibatch_size, num_partitions, partition_index);
-      enumerator_->set_configuration(config);
-      enumerator_->restore(state_);
-      packer_->set_configuration(config);
-      packer_state_ = packer_->state();
+      checkpoint_.resplit(book_.resplit_v2(minibatch_size, num_partitions, partition_index));
     }
     return next_minibatch(out);
   }
@@ -148,26 +144,12 @@ class ComposedSource final : public MinibatchSource {
     // The draws of an epoch start still to be positioned are known only once they are positioned. (Objects
     // of this class are never const: from_config creates them.)
     if (replay_for_epoch_) const_cast<ComposedSource*>(this)->position_engines();
-    ReaderState s;
-    s.position = state_.position;
-    s.sequence_counter = state_.sequence_counter;
-    s.transform_draws = state_.transform_draws;
-    s.num_workers = book_.config().num_workers;
-    s.worker_rank = book_.config().worker_rank;
-    if (packer_state_.present) {
-      ReaderState::BpttSlots slots;
-      slots.position = packer_state_.replay_from.position;
-      slots.sequence_counter = packer_state_.replay_from.sequence_counter;
-      for (const auto& pull : packer_state_.pulls) slots.pulls.emplace_back(pull.slot, pull.queued);
-      slots.cursors.assign(packer_state_.cursors.begin(), packer_state_.cursors.end());
-      s.bptt = std::move(slots);
-    }
-    return s;
+    return checkpoint_.reader_state(book_.config());
   }
 
   void restore(const ReaderState& state) override {
     if (book_.restore_waits()) {
-      pending_restore_ = state;  // applied when reading starts (start_epoch or the first v2 read)
+      checkpoint_.defer(state);  // applied when reading starts (start_epoch or the first v2 read)
       return;
     }
     if (state.transform_draws && !state.transform_draws->empty() && !random_transforms_) {
@@ -179,50 +161,12 @@ class ComposedSource final : public MinibatchSource {
     // The state positions the engines (or, without recorded draws, puts them back at their seeds).
     replay_for_epoch_.reset();
     epoch_draws_exact_ = state.transform_draws.has_value() && state.worker_positions.empty();
-    if (restore_packer_slots(state)) return;
-    pipeline::EnumeratorState target{static_cast<size_t>(state.position),
-                                     static_cast<size_t>(state.sequence_counter), state.transform_draws};
-    pipeline::DeliveredBefore delivered;
-    for (uint64_t p : state.worker_positions) delivered.positions.push_back(static_cast<size_t>(p));
-    enumerator_->restore(target);
-    enumerator_->skip_delivered(delivered);
-    packer_->set_configuration(book_.config());
-    state_ = enumerator_->state();
-    packer_state_ = packer_->state();
+    checkpoint_.restore(state, book_.config());
     book_.open();
     schedule();
   }
 
  private:
-  // Truncated BPTT, same workers as the run that took `state`: rewinds to the oldest sequence still queued in
-  // a slot and pulls every sequence again into its slot, so that nothing pulled but not emitted is lost.
-  // False when the state holds no slots or does not fit this configuration (the caller then restores the
-  // position alone, as CNTK does).
-  bool restore_packer_slots(const ReaderState& state) {
-    if (!state.bptt || !state.worker_positions.empty() || state.num_workers != book_.config().num_workers ||
-        state.worker_rank != book_.config().worker_rank) {
-      return false;
-    }
-    pipeline::PackerState slots;
-    slots.present = true;
-    slots.replay_from = {static_cast<size_t>(state.bptt->position),
-                         static_cast<size_t>(state.bptt->sequence_counter), state.transform_draws};
-    for (const auto& [slot, queued] : state.bptt->pulls) {
-      slots.pulls.push_back({static_cast<size_t>(slot), static_cast<size_t>(queued)});
-    }
-    slots.cursors.assign(state.bptt->cursors.begin(), state.bptt->cursors.end());
-    packer_->set_configuration(book_.config());
-    if (slots.cursors.size() != packer_->state().cursors.size()) return false;
-    enumerator_->restore(slots.replay_from);
-    enumerator_->skip_delivered({});
-    if (!packer_->restore(slots)) return false;
-    state_ = enumerator_->state();
-    packer_state_ = packer_->state();
-    book_.open();
-    schedule();
-    return true;
-  }
-
   using TransformDraws = std::vector<std::vector<uint64_t>>;
 
   TransformDraws current_draws() const {
@@ -275,34 +219,27 @@ class ComposedSource final : public MinibatchSource {
     if (from < target) {
       begin(book_.config());  // epoch `target` from its start, with its read-ahead
     } else {
-      state_ = enumerator_->state();
+      checkpoint_.record_enumerator();
       schedule();
     }
   }
 
   void apply_pending_restore() {
-    if (!pending_restore_) return;
-    ReaderState restored = *pending_restore_;
-    pending_restore_.reset();
-    restore(restored);
+    if (std::optional<ReaderState> restored = checkpoint_.take_pending()) restore(*restored);
   }
 
   // begin(), but with a restore to come (apply_pending_restore, which starts reading ahead itself) nothing is
   // read ahead from the epoch's start: that would load the start's whole randomization window, and the
   // restore would then wait for it and drop it.
   void begin_then_restore(const EpochConfiguration& config) {
-    ReadAhead::Hold hold = read_ahead_.hold(pending_restore_.has_value());
+    ReadAhead::Hold hold = read_ahead_.hold(checkpoint_.restore_pending());
     begin(config);
   }
 
   void begin(const EpochConfiguration& config) {
     book_.configure(config);
-    enumerator_->start_epoch(config);
-    enumerator_->skip_delivered({});
-    packer_->set_configuration(config);
+    checkpoint_.begin(config);
     book_.open();
-    state_ = enumerator_->state();
-    packer_state_ = packer_->state();
     schedule();
   }
 
@@ -331,9 +268,7 @@ class ComposedSource final : public MinibatchSource {
   std::shared_ptr<pipeline::SequenceEnumerator> enumerator_;
   std::unique_ptr<pipeline::Packer> packer_;
   EpochBook book_;
-  pipeline::EnumeratorState state_;
-  pipeline::PackerState packer_state_;  // truncated BPTT: what the slots hold after the last minibatch
-  std::optional<ReaderState> pending_restore_;
+  CheckpointState checkpoint_{*enumerator_, *packer_};
   pipeline::SkipSources skips_;
   std::function<std::vector<std::string>()> describe_;
   core::Logger logger_;
