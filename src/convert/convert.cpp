@@ -8,7 +8,6 @@
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
 #include "core/text.hpp"
-#include "formats/ctf/ctf_skips.hpp"
 
 namespace cntkio {
 namespace {
@@ -122,7 +121,7 @@ ConvertSummary run(Deserializer& source, const std::vector<size_t>& selected, co
           "with --precision double to keep them.");
     }
   }
-  ctf::add_skips(source, summary.skipped);  // not written, so the caller must be told
+  source.add_skips(summary.skipped);  // not written, so the caller must be told
   return summary;
 }
 

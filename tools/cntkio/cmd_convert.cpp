@@ -13,7 +13,6 @@
 #include "cntkio/htk.hpp"
 #include "commands.hpp"
 #include "core/text.hpp"
-#include "formats/ctf/ctf_skips.hpp"
 
 namespace cntkio::cli {
 namespace {
@@ -143,7 +142,7 @@ int run_convert_to_htk(const ConvertArgs& a, DataFormat from) {
   std::cout << "wrote " << a.output << " (htk): " << r.utterances << " utterances, " << r.frames
             << " frames of " << streams[chosen].sample_dim() << " values\n";
   SkipReport skipped;  // a --config reader may tolerate input errors: say what was not written
-  ctf::add_skips(*source, skipped);
+  source->add_skips(skipped);
   if (!skipped.empty()) std::cerr << "warning: " << skipped.to_string() << '\n';
   return 0;
 }

@@ -21,7 +21,6 @@
 #include "formats/ctf/ctf_index.hpp"
 #include "formats/ctf/ctf_index_registry.hpp"
 #include "formats/ctf/ctf_parser.hpp"
-#include "formats/ctf/ctf_skips.hpp"
 
 namespace cntkio {
 namespace {
@@ -627,8 +626,5 @@ CtfErrorSummary ctf_error_summary(const Deserializer& deserializer) {
   return ctf->errors();
 }
 
-void ctf::add_skips(const Deserializer& deserializer, SkipReport& report) {
-  deserializer.add_skips(report);
-}
 
 }  // namespace cntkio
