@@ -13,7 +13,8 @@ struct CaseResult {
   std::string mode;
   bool generated = false;
   bool passed = false;
-  std::string detail;  ///< why it failed
+  bool skipped = false;  ///< not run: its format is not built (image cases with CNTKIO_WITH_IMAGES=OFF)
+  std::string detail;    ///< why it failed, or was skipped
 };
 
 /// Runs every included case of `conformance_dir`/cases.json whose name matches `filter` (substring; empty:

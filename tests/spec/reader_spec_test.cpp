@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#if CNTKIO_WITH_IMAGES
 #include <opencv2/imgcodecs.hpp>
+#endif
 #include <string>
 #include <vector>
 
@@ -189,6 +191,7 @@ TEST(ReaderSpecEquivalence, HtkFeaturesAndMlfLabelsInFramesAndSequences) {
   }
 }
 
+#if CNTKIO_WITH_IMAGES
 TEST(ReaderSpecEquivalence, ImagesWithRandomTransforms) {
   TempDir dir("spec");
   std::string map;
@@ -272,6 +275,8 @@ TEST(ReaderSpecEquivalence, Base64Images) {
             }));
   ASSERT_GT(expected.size(), 200u);
 }
+
+#endif  // CNTKIO_WITH_IMAGES
 
 TEST(ReaderSpec, OptionsOfTheWrongTypeAndUnknownTypesAreUsageErrors) {
   ReaderSpec spec;
