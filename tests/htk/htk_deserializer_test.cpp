@@ -212,6 +212,23 @@ TEST(HtkFeatures, DimensionErrorsHaveCntksTexts) {
   }
 }
 
+// Options built in code (a ReaderSpec, cntkio's Python module) skip the config route's checks of `dim` and
+// `contextWindow`: the deserializer refuses samples of more than 2^31 - 1 values before sizing anything.
+TEST(HtkFeatures, WindowsBeyond32BitSamplesAreRefusedBeforeIndexing) {
+  TempDir dir;
+  const htk_test::Corpus corpus = htk_test::make_corpus(dir);
+  HtkFeatureOptions wide = options_for(corpus.scp, 13, true);
+  wide.left_context = size_t{1} << 40;
+  EXPECT_EQ(message_of([&] { make_htk_feature_deserializer(wide); }),
+            "The context window 1099511627776:0 with dim 13 makes samples of more than 2147483647 values.");
+  HtkFeatureOptions wrapping = options_for(corpus.scp, 13, true);
+  wrapping.left_context = wrapping.right_context = size_t{1} << 63;  // 1 + left + right wraps to 1
+  EXPECT_THROW(make_htk_feature_deserializer(wrapping), ConfigError);
+  EXPECT_EQ(message_of(
+                [&] { make_htk_feature_deserializer(options_for(corpus.scp, 13 * ((1u << 28) + 1), true)); }),
+            "'dim' must be between 1 and 2147483647, found 3489660941.");
+}
+
 TEST(HtkFeatures, FileErrorsAtChunkLoadNameTheScpLine) {
   TempDir dir;
   const std::vector<float> frames(10 * 2, 1.0f);

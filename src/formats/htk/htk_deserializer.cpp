@@ -133,6 +133,7 @@ class HtkFeatureDeserializer final : public Deserializer {
       throw ConfigError("Features must specify dimension: 'dim' property is missing.",
                         "input." + options_.name + ".dim");
     }
+    check_sample_size();
     index_utterances();
     learn_file_format();
     StreamInfo info;
@@ -473,6 +474,24 @@ class HtkFeatureDeserializer final : public Deserializer {
       right_ = options_.right_context;
     }
     output_dim_ = file_dim_ * (1 + left_ + right_);
+  }
+
+  // The bounds the config route checks when it reads `dim` and `contextWindow` (htk_config.cpp), for options
+  // built in code: a sample of more values than that would overflow the sizes computed from it.
+  void check_sample_size() const {
+    constexpr size_t kMaxValues = 0x7FFFFFFF;
+    const size_t left = options_.left_context, right = options_.right_context;
+    if (options_.dim > kMaxValues) {
+      throw ConfigError("'dim' must be between 1 and " + std::to_string(kMaxValues) + ", found " +
+                            std::to_string(options_.dim) + ".",
+                        "input." + options_.name + ".dim");
+    }
+    if (left >= kMaxValues || right >= kMaxValues || left + right >= kMaxValues / options_.dim) {
+      throw ConfigError("The context window " + std::to_string(left) + ":" + std::to_string(right) +
+                            " with dim " + std::to_string(options_.dim) + " makes samples of more than " +
+                            std::to_string(kMaxValues) + " values.",
+                        "input." + options_.name + ".contextWindow");
+    }
   }
 
   HtkFeatureOptions options_;
