@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cntkio/errors.hpp"
+#include "cntkio/registry.hpp"
 #include "formats/image/image_source.hpp"
 #include "formats/image/image_transforms.hpp"
 
@@ -449,7 +450,8 @@ TEST(ImageTransforms, MeanSubtractsElementWiseAsHwcBgr) {
   for (size_t i = 0; i < 12; ++i) EXPECT_EQ(out.values[i], pixels[i] - mean[i]);
 }
 
-// OpenCV writes and reads `.gz` storage itself when it has the path; cntkio reads the bytes and inflates them.
+// OpenCV writes and reads `.gz` storage itself when it has the path; cntkio reads the bytes and inflates
+// them.
 TEST(ImageTransforms, AGzipCompressedMeanFileIsRead) {
   std::vector<float> mean(12);
   for (size_t i = 0; i < mean.size(); ++i) mean[i] = 0.25f * static_cast<float>(i);
@@ -544,6 +546,45 @@ TEST(ImageTransforms, EnginesPersistAcrossBatches) {
   r.run(gradient());  // draws 2357136044, 2546248239
   // next: x from 3071714933 / 858993459 = 3, y from 3626093760 / 1431655765 = 2
   EXPECT_EQ(r.run(gradient()).values, gradient_rect(3, 2, 2, 2));
+}
+
+// Options built in code (a TransformSpec of a ReaderSpec, cntkio's Python module) never pass the config
+// route's range checks: the registered types check them when they create the transformer.
+TEST(ImageTransforms, TypedOptionsOutOfRangeAreConfigErrorsNamingTheKey) {
+  auto key_of_error = [](const char* type, std::any options) -> std::string {
+    try {
+      find_transform_type(type)->create(TransformSpec{type, "", std::move(options)}, StreamInfo{},
+                                        TransformContext{});
+    } catch (const ConfigError& e) {
+      return e.key_path();
+    }
+    return "(no error)";
+  };
+  ImageCropOptions side = crop();
+  side.side_ratio_min = side.side_ratio_max = 1.5;
+  EXPECT_EQ(key_of_error("Crop", side), "sideRatio");
+  ImageCropOptions both = crop();
+  both.side_ratio_min = both.side_ratio_max = both.area_ratio_min = both.area_ratio_max = 0.5;
+  EXPECT_EQ(key_of_error("Crop", both), "areaRatio");
+  ImageCropOptions negative = crop();
+  negative.crop_width = -4;
+  EXPECT_EQ(key_of_error("Crop", negative), "cropSize");
+  ImageCropOptions aspect = crop();
+  aspect.aspect_ratio_min = 0;
+  EXPECT_EQ(key_of_error("Crop", aspect), "aspectRatio");
+  ImageScaleOptions scale;
+  scale.width = scale.height = 4;
+  scale.channels = 5;
+  EXPECT_EQ(key_of_error("Scale", scale), "width");
+  scale.channels = 3;
+  scale.pad_value = -2;
+  EXPECT_EQ(key_of_error("Scale", scale), "padValue");
+  ImageColorOptions color;
+  color.contrast_radius = 2;
+  EXPECT_EQ(key_of_error("Color", color), "contrastRadius");
+  scale.pad_value = -1;
+  EXPECT_EQ(key_of_error("Scale", scale), "(no error)");
+  EXPECT_EQ(key_of_error("Crop", crop()), "(no error)");
 }
 
 }  // namespace

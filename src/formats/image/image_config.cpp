@@ -5,6 +5,7 @@
 #include "cntkio/errors.hpp"
 #include "cntkio/image.hpp"
 #include "core/text.hpp"
+#include "formats/image/image_transforms.hpp"
 
 namespace cntkio {
 namespace {
@@ -21,6 +22,16 @@ std::pair<double, double> float_pair(const Config& record, std::string_view key,
   const auto hi =
       values.size() == 2 ? static_cast<double>(static_cast<float>(Config::to_double(values[1], what))) : lo;
   return {lo, hi};
+}
+
+// image::check_transform_options, its ConfigError located at the key's text in `record`.
+template <class Options>
+void check_located(const Config& record, const Options& options) {
+  try {
+    image::check_transform_options(ImageTransformOptions(options));
+  } catch (const ConfigError& e) {
+    throw record.error(e.key_path(), e.cntk_text());
+  }
 }
 
 ImageCropOptions crop_options(const Config& record) {
@@ -53,20 +64,7 @@ ImageCropOptions crop_options(const Config& record) {
   }
   std::tie(o.side_ratio_min, o.side_ratio_max) = float_pair(record, "sideRatio", 0);
   std::tie(o.area_ratio_min, o.area_ratio_max) = float_pair(record, "areaRatio", 0);
-  const bool side = o.side_ratio_min != 0 || o.side_ratio_max != 0;
-  const bool area = o.area_ratio_min != 0 || o.area_ratio_max != 0;
-  if (side && area) throw record.error("areaRatio", "sideRatio and areaRatio cannot be used together.");
-  auto check_ratio = [&record](const char* key, double lo, double hi) {
-    if (!(lo > 0 && hi <= 1 && lo <= hi)) {
-      throw record.error(key, std::string(key) + " must satisfy 0 < min <= max <= 1.");
-    }
-  };
-  if (side) check_ratio("sideRatio", o.side_ratio_min, o.side_ratio_max);
-  if (area) check_ratio("areaRatio", o.area_ratio_min, o.area_ratio_max);
   std::tie(o.aspect_ratio_min, o.aspect_ratio_max) = float_pair(record, "aspectRatio", 1);
-  if (!(o.aspect_ratio_min > 0 && o.aspect_ratio_min <= o.aspect_ratio_max)) {
-    throw record.error("aspectRatio", "aspectRatio must satisfy 0 < min <= max.");
-  }
   const std::string jitter = core::to_lower(record.get_string("jitterType", ""));
   if (jitter.empty() || jitter == "none") {
     o.jitter_uniratio = false;
@@ -81,6 +79,7 @@ ImageCropOptions crop_options(const Config& record) {
   o.hflip = record.exists_current("hflip") ? record.get_bool("hflip", random) : random;
   if (o.type == ImageCropOptions::Type::kMultiView10) o.hflip = false;
   o.seed = record.get_uint("seed", 0);
+  check_located(record, o);
   return o;
 }
 
@@ -89,11 +88,6 @@ ImageScaleOptions scale_options(const Config& record) {
   o.width = record.get_uint("width");
   o.height = record.get_uint("height");
   o.channels = record.get_uint("channels");
-  const auto limit = static_cast<uint64_t>(std::numeric_limits<int>::max());
-  if (o.width == 0 || o.height == 0 || o.channels == 0 || o.width > limit || o.height > limit ||
-      o.channels > 4 || o.width * o.height > limit) {
-    throw record.error("width", "Invalid image dimensions.");
-  }
   const std::string interpolation = core::to_lower(record.get_string("interpolations", "linear"));
   if (interpolation == "nearest") {
     o.interpolation = ImageScaleOptions::Interpolation::kNearest;
@@ -118,23 +112,17 @@ ImageScaleOptions scale_options(const Config& record) {
     throw record.error("scaleMode", "Invalid scaleMode: " + mode + " (expected fill, crop or pad).");
   }
   o.pad_value = record.get_double("padValue", -1);
-  if (o.pad_value < -1 || std::isnan(o.pad_value)) {
-    throw record.error("padValue", "padValue must be -1 (replicate the border) or a value >= 0.");
-  }
+  check_located(record, o);
   return o;
 }
 
 ImageColorOptions color_options(const Config& record) {
   ImageColorOptions o;
-  auto radius = [&record](const char* key) {
-    const double r = record.get_double(key, 0);
-    if (!(r >= 0.0 && r <= 1.0)) throw record.error(key, std::string(key) + " must be >= 0.0 and <= 1.0");
-    return r;
-  };
-  o.brightness_radius = radius("brightnessRadius");
-  o.contrast_radius = radius("contrastRadius");
-  o.saturation_radius = radius("saturationRadius");
+  o.brightness_radius = record.get_double("brightnessRadius", 0);
+  o.contrast_radius = record.get_double("contrastRadius", 0);
+  o.saturation_radius = record.get_double("saturationRadius", 0);
   o.seed = record.get_uint("seed", 0);
+  check_located(record, o);
   return o;
 }
 
@@ -179,6 +167,42 @@ int trace_level_of(const Config& section) {
 }
 
 }  // namespace
+
+void image::check_transform_options(const ImageTransformOptions& options) {
+  if (const auto* crop = std::get_if<ImageCropOptions>(&options)) {
+    if (crop->crop_width < 0 || crop->crop_height < 0)
+      throw ConfigError("cropSize must be non-negative.", "cropSize");
+    const bool side = crop->side_ratio_min != 0 || crop->side_ratio_max != 0;
+    const bool area = crop->area_ratio_min != 0 || crop->area_ratio_max != 0;
+    if (side && area) throw ConfigError("sideRatio and areaRatio cannot be used together.", "areaRatio");
+    auto check_ratio = [](const char* key, double lo, double hi) {
+      if (!(lo > 0 && hi <= 1 && lo <= hi)) {
+        throw ConfigError(std::string(key) + " must satisfy 0 < min <= max <= 1.", key);
+      }
+    };
+    if (side) check_ratio("sideRatio", crop->side_ratio_min, crop->side_ratio_max);
+    if (area) check_ratio("areaRatio", crop->area_ratio_min, crop->area_ratio_max);
+    if (!(crop->aspect_ratio_min > 0 && crop->aspect_ratio_min <= crop->aspect_ratio_max)) {
+      throw ConfigError("aspectRatio must satisfy 0 < min <= max.", "aspectRatio");
+    }
+  } else if (const auto* scale = std::get_if<ImageScaleOptions>(&options)) {
+    const auto limit = static_cast<uint64_t>(std::numeric_limits<int>::max());
+    if (scale->width == 0 || scale->height == 0 || scale->channels == 0 || scale->width > limit ||
+        scale->height > limit || scale->channels > 4 || scale->width * scale->height > limit) {
+      throw ConfigError("Invalid image dimensions.", "width");
+    }
+    if (scale->pad_value < -1 || std::isnan(scale->pad_value)) {
+      throw ConfigError("padValue must be -1 (replicate the border) or a value >= 0.", "padValue");
+    }
+  } else if (const auto* color = std::get_if<ImageColorOptions>(&options)) {
+    auto check_radius = [](const char* key, double r) {
+      if (!(r >= 0.0 && r <= 1.0)) throw ConfigError(std::string(key) + " must be >= 0.0 and <= 1.0", key);
+    };
+    check_radius("brightnessRadius", color->brightness_radius);
+    check_radius("contrastRadius", color->contrast_radius);
+    check_radius("saturationRadius", color->saturation_radius);
+  }
+}
 
 ImageTransformOptions image_transform_options_from_config(const Config& record) {
   return transform_options_of(record);

@@ -208,6 +208,7 @@ TransformType image_transform_type(const char* name) {
   };
   type.create = [name](const TransformSpec& spec, const StreamInfo& input, const TransformContext& context) {
     const Options options = options_of<Options>(spec, name);
+    check_transform_options(ImageTransformOptions(options));  // a spec built in code was never parsed
     auto logger =
         std::make_shared<core::Logger>(context.trace_level, core::sink_from_options(context.log_sink));
     return make_image_transformer({ImageTransformOptions(options)}, context.element_type, input.name, logger,

@@ -26,6 +26,11 @@ SequenceTransformerPtr make_image_transformer(const std::vector<ImageTransformOp
                                               std::shared_ptr<core::Logger> logger,
                                               const StreamInfo& input = StreamInfo{});
 
+/// Throws ConfigError (keyed by the CNTK config key, unlocated) for options out of their ranges (a crop ratio
+/// outside (0, 1], an empty or oversized scale, a colour radius outside [0, 1], ...). Both the config route
+/// (located) and transforms built from typed options (TransformSpec) check through it.
+void check_transform_options(const ImageTransformOptions& options);
+
 /// Registers the transform types Crop, Scale, Color, Intensity, Mean, Transpose and Cast.
 void register_image_transforms();
 
