@@ -1,20 +1,32 @@
-"""The cntk.io surface: deserializer definitions, MinibatchSource and MinibatchData.
+"""The cntk.io surface: MinibatchSource and MinibatchData (the deserializer definitions are in _deserializers).
 
-A MinibatchSource built from deserializer objects is turned into the equivalent CNTK reader configuration
-(spec pipeline.md §1.3, CNTK's own translation of MinibatchSourceConfig) and read by cntkio's C++ pipeline, so
-Python and C++ read the same sequences in the same order.
+A MinibatchSource built from deserializer objects is described as a typed ReaderSpec (cntkio._core), the spec
+CNTK's own translation of MinibatchSourceConfig into a reader configuration compiles to (spec pipeline.md §1.3),
+and read by cntkio's C++ pipeline, so Python and C++ read the same sequences in the same order.
 """
 
 import enum
 import json
-import math
-import numbers
-import uuid
 import warnings
 
 import numpy as np
 
 from . import _core
+from ._deserializers import (  # noqa: F401 -- the deserializer definitions are part of this module's surface
+    Base64ImageDeserializer,
+    CBFDeserializer,
+    CTFDeserializer,
+    HTKFeatureDeserializer,
+    HTKMLFDeserializer,
+    ImageDeserializer,
+    Record,
+    StreamDef,
+    StreamDefs,
+    _count,
+    _Deserializer,
+    reader_spec,
+    reader_text,
+)
 
 INFINITELY_REPEAT = _core.INFINITELY_REPEAT
 """Read forever (the default of ``max_samples`` and ``max_sweeps``)."""
@@ -30,389 +42,6 @@ class TraceLevel(enum.IntEnum):
     Error = 0
     Warning = 1
     Info = 2
-
-
-class Record(dict):
-    """A dict whose items are also attributes (cntk.variables.Record); ``StreamDefs`` is this class."""
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __setattr__(self, name, value):
-        self[name] = value
-
-
-StreamDefs = Record
-
-
-def StreamDef(field=None, shape=None, is_sparse=False, transforms=None, context=None, scp=None, mlf=None,
-              broadcast=None, defines_mb_size=False):
-    """One stream of a deserializer: ``field`` is its name in the file (CTF alias), ``shape`` its dimension
-    (an int, or a tuple whose product is the dimension; dense arrays get that sample shape)."""
-    config = Record(stream_alias=field, is_sparse=bool(is_sparse))
-    if shape is not None:
-        config["dim"] = shape
-    if transforms is not None:
-        config["transforms"] = transforms
-    if context is not None:
-        config["context"] = context
-    if scp is not None:
-        config["scp"] = scp
-    if mlf is not None:
-        config["mlf"] = mlf
-        config["is_sparse"] = True
-    if broadcast is not None:
-        config["broadcast"] = broadcast
-    config["defines_mb_size"] = bool(defines_mb_size)
-    return config
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Writing CNTK's config language
-
-
-def _config_string(value, what):
-    """A quoted config value; refuses text the config language cannot carry."""
-    text = str(value)
-    if text == "":
-        raise ValueError("%s must not be empty" % what)
-    for bad, name in (('"', "a double quote"), ("\n", "a line break"), ("\r", "a carriage return"),
-                      ("$", "'$' (CNTK's variable marker)"), (" #", "' #' (CNTK's comment marker)"),
-                      ("\t#", "a tab before '#' (CNTK's comment marker)")):
-        if bad in text:
-            raise ValueError("%s %r contains %s, which CNTK's config language cannot express" % (what, text, name))
-    return '"%s"' % text
-
-
-def _config_name(name, what):
-    text = str(name)
-    if not text or not all(c.isalnum() or c in "_." for c in text):
-        raise ValueError("%s %r must consist of letters, digits, '_' and '.'" % (what, text))
-    return text
-
-
-def _dimension(shape, stream):
-    if shape is None:
-        raise ValueError("stream '%s': shape (dimension) must be given" % stream)
-    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    if not dims or any(int(d) != d or d <= 0 for d in dims):
-        raise ValueError("stream '%s': shape must be positive integers, got %r" % (stream, shape))
-    return int(math.prod(int(d) for d in dims)), tuple(int(d) for d in dims)
-
-
-def _distinct_names(streams, what):
-    """ValueError if two stream names differ only in case: CNTK's config language matches keys ignoring case,
-    so one stream's definition would silently replace the other's."""
-    seen = {}
-    for name in streams:
-        other = seen.setdefault(str(name).lower(), name)
-        if other != name:
-            raise ValueError("%s: stream names %r and %r differ only in case, which CNTK's config language "
-                             "does not tell apart; rename one" % (what, other, name))
-
-
-class _Deserializer:
-    """A deserializer definition: its config section text and the sample shapes of its dense streams.
-
-    ``parts`` makes it a group of deserializers that join the composite reader one after another (cntk.io's
-    HTKFeatureDeserializer with several streams is one HTKFeatureDeserializer per stream)."""
-
-    def __init__(self, type_name, module, records, shapes, parts=None):
-        self.type = type_name
-        self.module = module
-        self._records = records
-        self._parts = parts
-        self.sample_shapes = shapes
-
-    def config_text(self):
-        """The deserializer section(s) in CNTK's config language (several joined by ':' for a group)."""
-        return "\n:\n".join(self.sections())
-
-    def sections(self):
-        """One config section text per deserializer."""
-        if self._parts:
-            return [text for part in self._parts for text in part.sections()]
-        lines = ["type = %s" % self.type, "module = %s" % self.module]
-        lines.extend(self._records)
-        return ["[\n" + "\n".join(lines) + "\n]"]
-
-    def __repr__(self):
-        return "<cntkio %s %s>" % (self.type, self.config_text().replace("\n", " "))
-
-
-def CTFDeserializer(filename, streams):
-    """The CNTK text format deserializer (CNTKTextFormatDeserializer) for ``filename``; ``streams`` maps stream
-    names to StreamDef(field=alias in the file, shape=dimension, is_sparse=..., defines_mb_size=...)."""
-    _distinct_names(streams, "CTFDeserializer")
-    inputs = []
-    shapes = {}
-    for name, s in streams.items():
-        if s.get("stream_alias") is None:
-            raise ValueError("CTFDeserializer: stream name for key %s must be specified" % name)
-        dim, shape = _dimension(s.get("dim"), name)
-        if not s.get("is_sparse") and len(shape) > 1:
-            shapes[name] = shape
-        fields = ["alias = %s" % _config_string(s["stream_alias"], "CTFDeserializer: stream %s field" % name),
-                  "dim = %d" % dim, "format = %s" % ("sparse" if s.get("is_sparse") else "dense")]
-        if s.get("defines_mb_size"):
-            fields.append("definesMBSize = 1")
-        inputs.append("%s = [ %s ]" % (_config_name(name, "CTFDeserializer: stream name"), " ; ".join(fields)))
-    if not inputs:
-        raise ValueError("CTFDeserializer: no streams given")
-    records = ["file = %s" % _config_string(filename, "CTFDeserializer: filename"),
-               "input = [\n%s\n]" % "\n".join(inputs)]
-    return _Deserializer("CNTKTextFormatDeserializer", "CNTKTextFormatReader", records, shapes)
-
-
-def CBFDeserializer(filename, streams={}):  # noqa: B006 -- cntk.io's signature; never mutated
-    """The CNTK binary format deserializer (CNTKBinaryFormatDeserializer) for ``filename``. Streams and their
-    dimensions come from the file; ``streams`` only renames: ``name = StreamDef(field=name in the file)``.
-    A StreamDef without ``field`` keeps the file's name (cntk.io would write an invalid config)."""
-    _distinct_names(streams, "CBFDeserializer")
-    inputs = []
-    for name, s in streams.items():
-        alias = s.get("stream_alias")
-        if alias is not None and alias != name:
-            inputs.append("%s = [ alias = %s ]" % (_config_name(name, "CBFDeserializer: stream name"),
-                                                   _config_string(alias, "CBFDeserializer: stream %s field" % name)))
-    records = ["file = %s" % _config_string(filename, "CBFDeserializer: filename")]
-    if inputs:
-        records.append("input = [\n%s\n]" % "\n".join(inputs))
-    return _Deserializer("CNTKBinaryFormatDeserializer", "CNTKBinaryReader", records, {})
-
-
-def _path_text(path, what):
-    """A file name (str or os.PathLike) as quoted config text."""
-    import os
-
-    return _config_string(os.fspath(path), what)
-
-
-def _flag(value):
-    return "1" if value else "0"
-
-
-def HTKFeatureDeserializer(streams):
-    """The HTK feature deserializer: speech features listed in SCP files (``logical=physical[start,end]``).
-
-    ``streams`` maps stream names to ``StreamDef(scp=..., shape=..., context=(left, right), broadcast=...,
-    defines_mb_size=...)``:
-
-    * ``scp``: the SCP file (one per stream, as in CNTK; a list must hold exactly one file);
-    * ``shape``: the dimension. With ``context`` given, each sample holds ``shape * (1 + left + right)``
-      values: the frames ``t-left .. t+right`` of its utterance, edge frames repeated. Without it (or with
-      ``(0, 0)``) the window is inferred: ``shape`` must be an odd multiple of the files' dimension;
-    * ``broadcast``: each utterance of this stream has one frame (an i-vector), repeated to the primary
-      stream's length; such a stream cannot come first;
-    * ``defines_mb_size``: this stream's frames count for the minibatch size (see
-      docs/differences-from-cntk.md: CNTK ignores the flag here).
-
-    ``field`` must be left unset. Several streams become several HTK feature deserializers joined by
-    utterance key, the first one primary, as in cntk.io.
-    """
-    _distinct_names(streams, "HTKFeatureDeserializer")
-    parts = []
-    for name, s in streams.items():
-        if s.get("stream_alias") is not None:
-            raise ValueError("HTKFeatureDeserializer does not support stream names")
-        if s.get("scp") is None:
-            raise ValueError("No scp files specified for HTKFeatureDeserializer")
-        scp = s["scp"]
-        if isinstance(scp, (list, tuple)):
-            if len(scp) != 1:
-                raise ValueError("HTKFeatureDeserializer: stream '%s' has %d scp files; CNTK reads one scp file per "
-                                 "stream (use one deserializer per file list, or concatenate the lists)"
-                                 % (name, len(scp)))
-            scp = scp[0]
-        dim, _ = _dimension(s.get("dim"), name)
-        context = s.get("context")
-        if context is None:
-            left, right = 0, 0
-        else:
-            try:
-                left, right = context
-            except (TypeError, ValueError):
-                raise ValueError("HTKFeatureDeserializer: stream '%s': context must be a pair (left, right), got %r"
-                                 % (name, context)) from None
-            left = _count(left, "HTKFeatureDeserializer: stream '%s' left context" % name)
-            right = _count(right, "HTKFeatureDeserializer: stream '%s' right context" % name)
-        fields = ["scpFile = %s" % _path_text(scp, "HTKFeatureDeserializer: stream %s scp" % name), "dim = %d" % dim,
-                  "contextWindow = %d:%d" % (left, right), "expandToUtterance = %s" % _flag(s.get("broadcast"))]
-        records = ["input = [\n%s = [ %s ]\n]" % (_config_name(name, "HTKFeatureDeserializer: stream name"),
-                                                  " ; ".join(fields))]
-        if s.get("defines_mb_size"):
-            # Read at the `input` level or above (spec htk.md §2.2): the deserializer section is above it.
-            records.append("definesMBSize = 1")
-        parts.append(_Deserializer("HTKFeatureDeserializer", "HTKDeserializers", records, {}))
-    if not parts:
-        raise ValueError("no feature streams found")
-    if len(parts) == 1:
-        return parts[0]
-    return _Deserializer("HTKFeatureDeserializer", "HTKDeserializers", [], {}, parts)
-
-
-def HTKMLFDeserializer(label_mapping_file, streams, phoneBoundaries=False):  # noqa: N803 -- cntk.io's name
-    """The HTK MLF label deserializer: frame labels from master label files, joined to the features by
-    utterance key (it cannot come first in a MinibatchSource).
-
-    ``label_mapping_file`` is the state list (one state name per line; a label's class is its line index);
-    None or "" reads 4-column MLFs whose fourth column is the class id. ``streams`` holds one
-    ``StreamDef(mlf=file or list of files, shape=number of classes)``; labels are sparse one-hot rows.
-    ``phoneBoundaries=True`` (sequence mode only) marks the first frame of every label line with 2 instead
-    of 1, for CTC training.
-    """
-    if len(streams) != 1:
-        raise ValueError("HTKMLFDeserializer only accepts a single stream")
-    name, s = next(iter(streams.items()))
-    if s.get("stream_alias") is not None:
-        raise ValueError("HTKMLFDeserializer does not support stream names")
-    dim, _ = _dimension(s.get("dim"), name)
-    if s.get("mlf") is None:
-        raise ValueError("No master label files specified for HTKMLFDeserializer")
-    files = s["mlf"]
-    if not isinstance(files, (list, tuple)):
-        files = [files]
-    if not files:
-        raise ValueError("HTKMLFDeserializer: No mlf files were specified")
-    what = "HTKMLFDeserializer: stream %s mlf" % name
-    fields = []
-    if label_mapping_file is not None and str(label_mapping_file) != "":
-        fields.append("labelMappingFile = %s" % _path_text(label_mapping_file,
-                                                           "HTKMLFDeserializer: label_mapping_file"))
-    fields.append("dim = %d" % dim)
-    if len(files) == 1:
-        fields.append("mlfFile = %s" % _path_text(files[0], what))
-    else:
-        fields.append("mlfFileList = (%s)" % ":".join(_path_text(f, what) for f in files))
-    fields.append("phoneBoundaries = %s" % _flag(phoneBoundaries))
-    records = ["input = [\n%s = [ %s ]\n]" % (_config_name(name, "HTKMLFDeserializer: stream name"),
-                                              " ; ".join(fields))]
-    return _Deserializer("HTKMLFDeserializer", "HTKDeserializers", records, {})
-
-
-def _config_scalar(value, what):
-    """A transform parameter as config text: strings quoted, numbers as C++ streams print them (6 significant
-    digits for floats, which are 32-bit in CNTK), pairs as ``a:b``."""
-    if isinstance(value, (tuple, list)):
-        return ":".join(_config_scalar(v, what) for v in value)
-    if isinstance(value, bool):
-        return _flag(value)
-    if isinstance(value, numbers.Integral):
-        return "%d" % value
-    if isinstance(value, numbers.Real):
-        return "%g" % float(np.float32(value))
-    import os
-
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    return _config_string(value, what)
-
-
-def _transform_text(transform, what):
-    if not isinstance(transform, dict) or "type" not in transform:
-        raise TypeError("%s: not an image transform: %r (use cntkio.transforms.crop/scale/mean/color)"
-                        % (what, transform))
-    fields = ["%s = %s" % (_config_name(k, "%s: transform key" % what), _config_scalar(v, "%s: %s" % (what, k)))
-              for k, v in transform.items()]
-    return "[ %s ]" % " ; ".join(fields)
-
-
-def _image_deserializer(type_name, filename, streams, max_image_pixels=None, max_image_bytes=None):
-    image_stream = None
-    label_stream = "_ignore_labels_" + uuid.uuid1().hex  # cntk.io's hidden label stream when none is given
-    label_dim = 2
-    transforms = []
-    for name, s in streams.items():
-        alias = s.get("stream_alias")
-        if alias == "image":
-            if image_stream is not None:
-                raise ValueError("%s: streams '%s' and '%s' both have field 'image'" % (type_name, image_stream, name))
-            image_stream = name
-            transforms = list(s.get("transforms") or [])
-        elif alias == "label":
-            if not label_stream.startswith("_ignore_labels_"):
-                raise ValueError("%s: streams '%s' and '%s' both have field 'label'" % (type_name, label_stream, name))
-            label_stream = name
-            label_dim, _ = _dimension(s.get("dim"), name)
-        else:
-            raise ValueError("%s: invalid field name '%s', allowed are 'image' and 'label'" % (type_name, alias))
-    if image_stream is None:
-        raise ValueError("%s: stream name ('image' or 'label') must be specified" % type_name)
-    what = "%s: stream %s" % (type_name, image_stream)
-    # cntk.io appends a Transpose (HWC -> CHW) to the user's transforms.
-    blocks = [_transform_text(t, what) for t in transforms] + ["[ type = Transpose ]"]
-    inputs = ["%s = [\ntransforms = (\n%s\n)\n]" % (_config_name(image_stream, "%s: stream name" % type_name),
-                                                     "\n:\n".join(blocks)),
-              "%s = [ labelDim = %d ]" % (_config_name(label_stream, "%s: stream name" % type_name), label_dim)]
-    records = ["file = %s" % _path_text(filename, "%s: filename" % type_name), "input = [\n%s\n]" % "\n".join(inputs)]
-    if max_image_pixels is not None:
-        records.append("maxImagePixels = %d" % _count(max_image_pixels, "%s: max_image_pixels" % type_name, False))
-    if max_image_bytes is not None:
-        records.append("maxImageBytes = %d" % _count(max_image_bytes, "%s: max_image_bytes" % type_name, False))
-    return _Deserializer(type_name, "ImageReader", records, {})
-
-
-def ImageDeserializer(filename, streams, *, max_image_pixels=None, max_image_bytes=None):
-    """The image deserializer for the map file ``filename`` (lines ``path<TAB>label`` or
-    ``key<TAB>path<TAB>label``; ``archive.zip@/entry`` names a zip entry; a leading ``...`` is the map file's
-    folder).
-
-    ``streams``: ``StreamDef(field='image', transforms=[...])`` for the images (transforms from
-    cntkio.transforms, applied in order, then a transpose: arrays are ``[..., channels, height, width]``,
-    BGR, 0..255) and ``StreamDef(field='label', shape=number of classes)`` for sparse one-hot labels. Without
-    a label stream cntk.io adds a hidden one with 2 classes, so every label in the map file must then be 0 or
-    1. With randomization and no other deserializer, CNTK reads images in frame mode.
-
-    ``max_image_pixels`` / ``max_image_bytes`` (cntkio extension; None: 2**28 pixels, 2**30 bytes) limit what
-    one image may declare in its header (width x height; decoded bytes) and the size of an image file or zip
-    entry; an image beyond them is an error naming it, raised before anything is decoded.
-    """
-    _distinct_names(streams, "ImageDeserializer")
-    return _image_deserializer("ImageDeserializer", filename, streams, max_image_pixels, max_image_bytes)
-
-
-def Base64ImageDeserializer(filename, streams, *, max_image_pixels=None, max_image_bytes=None):
-    """The base64 image deserializer: lines ``[key<TAB>]label<TAB>base64 image`` in ``filename``; streams and
-    limits as for ImageDeserializer."""
-    _distinct_names(streams, "Base64ImageDeserializer")
-    return _image_deserializer("Base64ImageDeserializer", filename, streams, max_image_pixels, max_image_bytes)
-
-
-def _reader_config_text(deserializers, randomization_window_in_chunks, randomization_window_in_samples,
-                        randomization_seed, trace_level, multithreaded_deserializer, frame_mode,
-                        truncation_length, max_errors):
-    """CNTK's translation of MinibatchSourceConfig into a reader section (spec pipeline.md §1.3)."""
-    lines = []
-    if randomization_window_in_samples != 0:
-        lines += ["randomize = 1", "randomizationWindow = %d" % randomization_window_in_samples,
-                  "sampleBasedRandomizationWindow = 1", "randomizationSeed = %d" % randomization_seed]
-    elif randomization_window_in_chunks != 0:
-        lines += ["randomize = 1", "randomizationWindow = %d" % randomization_window_in_chunks,
-                  "sampleBasedRandomizationWindow = 0", "randomizationSeed = %d" % randomization_seed]
-    else:
-        lines.append("randomize = 0")
-    if truncation_length != 0:
-        lines += ["truncated = 1", "truncationLength = %d" % truncation_length]
-    lines.append("frameMode = %d" % (1 if frame_mode else 0))
-    lines.append("traceLevel = %d" % int(trace_level))
-    if multithreaded_deserializer is not None:
-        lines.append("multiThreadedDeserialization = %d" % (1 if multithreaded_deserializer else 0))
-    if max_errors != 0:
-        lines.append("maxErrors = %d" % max_errors)
-    sections = [text for d in deserializers for text in d.sections()]
-    lines.append("deserializers = (\n%s\n)" % "\n:\n".join(sections))
-    return "reader = [\n" + "\n".join(lines) + "\n]\n"
-
-
-def _count(value, what, allow_zero=True):
-    if (isinstance(value, bool) or int(value) != value or value < 0 or (value == 0 and not allow_zero)
-            or value >= 2 ** 64):
-        raise ValueError("%s must be a %s integer below 2**64, got %r"
-                         % (what, "non-negative" if allow_zero else "positive", value))
-    return int(value)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -620,16 +249,24 @@ class MinibatchSource:
                 randomization_window_in_chunks not in (0, DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS):
             raise ValueError("randomization_window_in_chunks and randomization_window_in_samples are mutually "
                              "exclusive; set only one of them")
-        text = _reader_config_text(deserializers, randomization_window_in_chunks, randomization_window_in_samples,
-                                   _count(randomization_seed, "randomization_seed"), trace_level,
-                                   multithreaded_deserializer, frame_mode,
-                                   _count(truncation_length, "truncation_length"), _count(max_errors, "max_errors"))
+        spec = reader_spec(deserializers, randomization_window_in_chunks, randomization_window_in_samples,
+                           _count(randomization_seed, "randomization_seed"), _count(trace_level, "trace_level"),
+                           multithreaded_deserializer, frame_mode, _count(truncation_length, "truncation_length"),
+                           _count(max_errors, "max_errors"))
         shapes = {}
         for d in deserializers:
             shapes.update(d.sample_shapes)
-        self._setup(lambda: _core.Reader.from_text(text, "<cntkio.MinibatchSource>", [], ["reader"]),
-                    max_samples, max_sweeps, shapes)
-        self.config_text = text
+        self._spec = spec
+        self._setup(lambda: _core.Reader.from_spec(spec), max_samples, max_sweeps, shapes)
+
+    @property
+    def config_text(self):
+        """The reader section in CNTK's config language that reads as this source does (``reader = [...]``),
+        rendered from its ReaderSpec for reading and debugging: the source is built from the spec, not from this
+        text. None for a source made from a config (from_config). ValueError where a file name or stream field
+        holds what the config language cannot express (a double quote, '$', a line break, '#' after a space or
+        tab), which the source itself reads."""
+        return None if self._spec is None else reader_text(self._spec)
 
     @classmethod
     def from_config(cls, path, section, overrides=(), reader_section="reader", max_samples=INFINITELY_REPEAT,
@@ -642,8 +279,8 @@ class MinibatchSource:
         blocks = [b for b in (section, reader_section) if b]
         _check_limits(max_samples, max_sweeps)
         self = cls.__new__(cls)
+        self._spec = None
         self._setup(lambda: _core.Reader.from_files(files, overrides, blocks), max_samples, max_sweeps, {})
-        self.config_text = None
         return self
 
     def _setup(self, factory, max_samples, max_sweeps, shapes):

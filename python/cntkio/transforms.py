@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ._source import Record
+from ._deserializers import Record
 
 __all__ = ["color", "crop", "mean", "scale"]
 

@@ -1,5 +1,6 @@
 // The extension module cntkio._core: a thin binding of cntkio::MinibatchSource for the pure-Python package
-// (python/cntkio), which builds the cntk.io surface on top of it.
+// (python/cntkio), which builds the cntk.io surface on top of it. Readers are made from a ReaderSpec (bound
+// in spec_bindings.cpp) or from CNTK config files.
 //
 // Thread-safety: a Reader serializes its calls with a mutex; reading runs with the GIL released.
 #include <pybind11/numpy.h>
@@ -27,6 +28,8 @@
 #include "cntkio/registry.hpp"
 #include "cntkio/version.hpp"
 #include "formats/ctf/ctf_index_registry.hpp"
+#include "spec/config_rules.hpp"
+#include "spec_bindings.hpp"
 
 namespace py = pybind11;
 
@@ -81,9 +84,11 @@ void translate_exception(std::exception_ptr p) {
   }
 }
 
-// The packing the reader section selects (spec pipeline.md §1.2), which decides the dense array shape.
-PackingMode packing_mode(const Config& reader) {
-  switch (*ReaderSpec::from_config(reader).source.packing) {
+// The packing a reader packs with (its spec's, else what its formats imply: spec pipeline.md §1.2), which
+// decides the dense array shape. After MinibatchSource::create, which loads the modules `spec` names.
+PackingMode packing_mode(ReaderSpec spec) {
+  spec_detail::resolve_reader_defaults(spec.source, spec.deserializers, nullptr);
+  switch (*spec.source.packing) {
     case Packing::kFrames:
       return PackingMode::kFrame;
     case Packing::kTruncatedSequences:
@@ -136,8 +141,8 @@ struct IndexHold {
 
 class Reader {
  public:
-  explicit Reader(const Config& reader)
-      : mode_(packing_mode(reader)), source_(MinibatchSource::from_config(reader)), owner_pid_(::getpid()) {}
+  explicit Reader(const ReaderSpec& spec)
+      : source_(MinibatchSource::create(spec)), mode_(packing_mode(spec)), owner_pid_(::getpid()) {}
 
   // A process forked from the creator (a DataLoader worker) inherits the object but not its background
   // threads: destroying it there would wait for threads that do not exist, so it is left alone.
@@ -147,16 +152,13 @@ class Reader {
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;
 
-  static std::unique_ptr<Reader> from_text(const std::string& text, const std::string& source_name,
-                                           const std::vector<std::string>& overrides,
-                                           const std::vector<std::string>& path) {
-    return std::make_unique<Reader>(descend(Config::from_text(text, source_name, overrides), path));
-  }
   static std::unique_ptr<Reader> from_files(const std::vector<std::string>& files,
                                             const std::vector<std::string>& overrides,
                                             const std::vector<std::string>& path) {
-    return std::make_unique<Reader>(descend(Config::from_files(files, overrides), path));
+    return std::make_unique<Reader>(
+        ReaderSpec::from_config(descend(Config::from_files(files, overrides), path)));
   }
+  static std::unique_ptr<Reader> from_spec(const ReaderSpec& spec) { return std::make_unique<Reader>(spec); }
 
   py::list streams() const {
     py::list out;
@@ -303,8 +305,8 @@ class Reader {
     return py::cast(Batch(std::move(minibatch), mode_));
   }
 
-  PackingMode mode_;
   std::unique_ptr<MinibatchSource> source_;
+  PackingMode mode_;
   pid_t owner_pid_;
   mutable std::mutex mutex_;
 };
@@ -326,6 +328,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("FormatError") = py::handle(g_format_error);
   m.attr("ConfigError") = py::handle(g_config_error);
   py::register_exception_translator(&translate_exception);
+  bind_reader_spec(m);
 
   m.attr("INFINITELY_REPEAT") = py::int_(kInfinitelyRepeat);
   m.attr("FULL_DATA_SWEEP") = py::int_(kFullDataSweep);
@@ -341,9 +344,9 @@ PYBIND11_MODULE(_core, m) {
            py::arg("allocate"));
 
   py::class_<Reader>(m, "Reader")
-      .def_static("from_text", &Reader::from_text, py::arg("text"), py::arg("source_name"),
-                  py::arg("overrides"), py::arg("path"))
       .def_static("from_files", &Reader::from_files, py::arg("files"), py::arg("overrides"), py::arg("path"))
+      .def_static("from_spec", &Reader::from_spec, py::arg("spec"),
+                  "The reader a ReaderSpec describes (MinibatchSource::create).")
       .def("streams", &Reader::streams)
       .def_property_readonly("packing", &Reader::packing)
       .def("set_v2_limits", &Reader::set_v2_limits, py::arg("max_samples"), py::arg("max_sweeps"))

@@ -542,3 +542,12 @@ def test_torch_items_of_joined_htk_streams_equal_the_packed_ones(corpus, monkeyp
         assert sorted(a) == sorted(b)
         for key in b:
             assert torch.equal(a[key], b[key]), key
+
+
+@pytest.mark.parametrize("context,shape", [((2 ** 40, 0), DIM), ((2 ** 63, 2 ** 63), DIM),
+                                           ((0, 0), DIM * (2 ** 28 + 1))])
+def test_windows_beyond_32_bit_samples_are_refused_before_anything_is_sized(corpus, context, shape):
+    """A context window (or an inferred one, from the shape) whose samples would hold more than 2**31 - 1
+    values: a ConfigError when the source is made, not an overflowed size or an allocation of that much."""
+    with pytest.raises(cntkio.ConfigError, match="2147483647"):
+        corpus.source(features=corpus.features(context=context, shape=shape))
