@@ -32,24 +32,26 @@ from . import _core
 from ._core import ConfigError, FormatError
 
 __version__ = _core.__version__  # the C++ library's version (CMake's project version)
-from ._source import (
-    DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
-    FULL_DATA_SWEEP,
-    INFINITELY_REPEAT,
+from ._deserializers import (
     Base64ImageDeserializer,
     CBFDeserializer,
     CTFDeserializer,
     HTKFeatureDeserializer,
     HTKMLFDeserializer,
     ImageDeserializer,
+    Record,
+    StreamDef,
+    StreamDefs,
+)
+from ._source import (
+    DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
+    FULL_DATA_SWEEP,
+    INFINITELY_REPEAT,
     MinibatchData,
     MinibatchDict,
     MinibatchSource,
-    Record,
     SkippedDataWarning,
     SkipReport,
-    StreamDef,
-    StreamDefs,
     StreamInformation,
     TraceLevel,
     merge_checkpoint_states,

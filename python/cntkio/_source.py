@@ -12,21 +12,7 @@ import warnings
 import numpy as np
 
 from . import _core
-from ._deserializers import (  # noqa: F401 -- the deserializer definitions are part of this module's surface
-    Base64ImageDeserializer,
-    CBFDeserializer,
-    CTFDeserializer,
-    HTKFeatureDeserializer,
-    HTKMLFDeserializer,
-    ImageDeserializer,
-    Record,
-    StreamDef,
-    StreamDefs,
-    _count,
-    _Deserializer,
-    reader_spec,
-    reader_text,
-)
+from ._deserializers import Record, _count, _Deserializer, reader_spec, reader_text
 
 INFINITELY_REPEAT = _core.INFINITELY_REPEAT
 """Read forever (the default of ``max_samples`` and ``max_sweeps``)."""
