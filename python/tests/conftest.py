@@ -17,6 +17,15 @@ def build_dir():
     return pathlib.Path(cntkio._core.__file__).resolve().parents[2]
 
 
+def images_built():
+    """Whether this build has the image format (CNTKIO_WITH_IMAGES, on by default)."""
+    return "ImageDeserializer" in cntkio._core.known_deserializer_types()
+
+
+requires_images = pytest.mark.skipif(not images_built(),
+                                     reason="the image format is left out of this build (CNTKIO_WITH_IMAGES=OFF)")
+
+
 def conformance_dir():
     return pathlib.Path(os.environ.get("CNTKIO_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
 

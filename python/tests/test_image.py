@@ -12,7 +12,10 @@ import pytest
 import cntkio
 import cntkio.io
 from cntkio import transforms as T
+from conftest import requires_images
 from readerdump import assert_equals_cli_dump
+
+pytestmark = requires_images
 
 H, W = 5, 7
 CLASSES = 4

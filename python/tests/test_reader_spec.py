@@ -14,6 +14,7 @@ import cntkio
 from cntkio import transforms as T
 from conftest import sequence_ids, write_ctf
 from test_htk import DIM, STATES, Corpus
+from conftest import requires_images
 from test_image import CLASSES, EIGEN_XML, Images
 
 # '$' (CNTK's variable marker), ' #' (its comment marker) and a double quote: the config text cannot hold them.
@@ -151,6 +152,7 @@ def test_htk_features_and_labels_read_as_their_config(tmp_path, frame_mode):
     assert_same_reader(make, config, tmp_path, size=16)
 
 
+@requires_images
 @pytest.mark.parametrize("base64_map", [False, True])
 def test_images_with_random_transforms_read_as_their_config(tmp_path, base64_map):
     images = Images(tmp_path, count=12)
@@ -250,6 +252,7 @@ def test_htk_files_whose_names_the_config_language_cannot_express_are_read(tmp_p
         source.config_text
 
 
+@requires_images
 @pytest.mark.parametrize("base64_map", [False, True])
 def test_image_files_whose_names_the_config_language_cannot_express_are_read(tmp_path, base64_map):
     root = tmp_path / AWKWARD

@@ -7,6 +7,7 @@
 
 #include "cntkio/deserializer.hpp"
 #include "cntkio/errors.hpp"
+#include "spec/builtin_formats.hpp"
 
 namespace cntkio::pipeline {
 namespace {
@@ -201,7 +202,8 @@ SequenceTransformerPtr make_stream_transformer(const std::vector<TransformSpec>&
     const std::shared_ptr<const TransformType> type = find_transform_type(spec.type);
     if (!type) {
       throw ConfigError("Stream '" + input.name + "' names the transform type '" + spec.type +
-                        "', which is not registered (loaded modules included).");
+                        "', which is not registered" + spec_detail::left_out_format_note(spec.type) +
+                        " (loaded modules included).");
     }
     SequenceTransformerPtr made = type->create(spec, info, context);
     if (!made) throw Error("The '" + spec.type + "' transform type created no transformer.");

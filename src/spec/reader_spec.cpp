@@ -6,6 +6,7 @@
 #include "cntkio/errors.hpp"
 #include "cntkio/registry.hpp"
 #include "core/text.hpp"
+#include "spec/builtin_formats.hpp"
 #include "spec/config_rules.hpp"
 
 namespace cntkio {
@@ -50,7 +51,9 @@ void resolve_reader_defaults(SourceOptions& source, const std::vector<Deserializ
   std::vector<std::shared_ptr<const DeserializerType>> types;
   for (const DeserializerSpec& d : deserializers) {
     auto type = find_deserializer_type(d.type);
-    if (!type) throw UsageError("Unknown deserializer type '" + d.type + "'.");
+    if (!type)
+      throw UsageError("Unknown deserializer type '" + d.type + "'" +
+                       spec_detail::left_out_format_note(d.type) + ".");
     types.push_back(std::move(type));
   }
   if (!source.keys) {
@@ -130,8 +133,9 @@ std::vector<TransformSpec> transforms_from_config(const Config& stream) {
     const std::shared_ptr<const TransformType> registered = find_transform_type(type);
     if (!registered) {
       const std::vector<std::string> known = registered_transform_types();
-      throw section.error("type", "Unknown transform type '" + type + "' (registered: " +
-                                      (known.empty() ? std::string("none") : supported(known)) + ").");
+      throw section.error(
+          "type", "Unknown transform type '" + type + "'" + spec_detail::left_out_format_note(type) +
+                      " (registered: " + (known.empty() ? std::string("none") : supported(known)) + ").");
     }
     TransformSpec spec =
         registered->spec_from_config ? registered->spec_from_config(section) : TransformSpec{};
@@ -176,8 +180,9 @@ ReaderSpec composite_from_config(const Config& reader) {
     const std::string module = load_module_of(section);
     const std::shared_ptr<const DeserializerType> registered = find_deserializer_type(type);
     if (!registered) {
-      throw section.error("type", "Unknown deserializer type '" + type +
-                                      "' (supported: " + supported(registered_deserializer_types()) + ").");
+      throw section.error("type", "Unknown deserializer type '" + type + "'" +
+                                      spec_detail::left_out_format_note(type) +
+                                      " (supported: " + supported(registered_deserializer_types()) + ").");
     }
     DeserializerSpec d = registered->spec_from_config(section, context);
     d.type = type;
@@ -213,8 +218,9 @@ ReaderSpec ReaderSpec::from_config(const Config& reader) {
   const std::string reader_type = reader.get_string("readerType", "Cntk.Deserializers.TextFormat");
   const std::shared_ptr<const ReaderType> registered = find_reader_type(reader_type);
   if (!registered) {
-    throw reader.error("readerType", "readerType '" + reader_type + "' is not supported (supported: " +
-                                         supported(registered_reader_types()) + ").");
+    throw reader.error("readerType", "readerType '" + reader_type + "' is not supported" +
+                                         spec_detail::left_out_format_note(reader_type) +
+                                         " (supported: " + supported(registered_reader_types()) + ").");
   }
   return registered->spec_from_config(reader);
 }

@@ -81,6 +81,32 @@ void register_reader_type(ReaderType type) {
   r.readers.insert(r.readers.begin(), std::make_shared<const ReaderType>(std::move(type)));  // newest first
 }
 
+namespace spec_detail {
+
+std::string left_out_format_note(std::string_view name) {
+  // The names the image format registers (src/formats/image/register.cpp); it is the one format a build
+  // may leave out, so a miss on one of these names means the build, not the configuration, lacks it.
+  static constexpr std::string_view kImageNames[] = {"ImageDeserializer",
+                                                     "Base64ImageDeserializer",
+                                                     "ImageReader",
+                                                     "Cntk.Deserializers.Image",
+                                                     "Crop",
+                                                     "Scale",
+                                                     "Color",
+                                                     "Intensity",
+                                                     "Mean",
+                                                     "Transpose"};
+  for (std::string_view image_name : kImageNames) {
+    if (core::iequals(image_name, name)) {
+      return " (the image format is left out of this build of cntkio: it was configured with "
+             "CNTKIO_WITH_IMAGES=OFF)";
+    }
+  }
+  return "";
+}
+
+}  // namespace spec_detail
+
 std::shared_ptr<const DeserializerType> find_deserializer_type(std::string_view name) {
   ensure_builtins();
   Registry& r = registry();

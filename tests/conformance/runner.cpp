@@ -287,6 +287,11 @@ std::string run_keys_case(const pipeline::DumpOptions& options, const fs::path& 
   return r.out;
 }
 
+// The build lacks a format the case needs (src/spec/registry.cpp, left_out_format_note).
+bool left_out_of_build(const std::string& message) {
+  return message.find("left out of this build of cntkio") != std::string::npos;
+}
+
 }  // namespace
 
 std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std::string& filter) {
@@ -330,7 +335,7 @@ std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std:
           }
           if (r.mode == "error") r.detail = "expected an error, the read succeeded";
         } catch (const Error& e) {
-          if (r.mode != "error") throw;
+          if (r.mode != "error" || left_out_of_build(e.what())) throw;
           if (!expected_error.empty() && e.cntk_text() != expected_error) {
             r.detail = "error text '" + e.cntk_text() + "' differs from '" + expected_error + "'";
           }
@@ -357,6 +362,8 @@ std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std:
       }
     } catch (const std::exception& e) {
       r.detail = std::string("error: ") + e.what();
+      // A composite case that joins an image deserializer to another format: not run, as above.
+      r.skipped = left_out_of_build(e.what());
     }
     r.passed = r.detail.empty();
     results.push_back(r);

@@ -287,3 +287,37 @@ TEST(ReaderSpec, OptionsOfTheWrongTypeAndUnknownTypesAreUsageErrors) {
   spec.deserializers.clear();
   EXPECT_THROW(MinibatchSource::create(spec), UsageError);
 }
+
+// A name only a left-out format provides says so; any other unknown name does not blame the build.
+TEST(ReaderSpec, UnknownNamesSayWhetherTheBuildLeftTheirFormatOut) {
+  const auto message_of = [](const std::string& text) {
+    try {
+      MinibatchSource::from_config(Config::from_text(text, "left_out.cntk").get_block("reader"));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string unknown =
+      message_of("reader = [ deserializers = ([ type = \"NoSuchDeserializer\" ; file = \"x\" ]) ]");
+  EXPECT_NE(unknown.find("NoSuchDeserializer"), std::string::npos) << unknown;
+  EXPECT_EQ(unknown.find("left out"), std::string::npos) << unknown;
+  if (find_deserializer_type("ImageDeserializer")) {
+    GTEST_SKIP() << "the image format is built in; its names resolve";
+  }
+  for (const std::string& text :
+       {std::string("reader = [ deserializers = ([ type = \"ImageDeserializer\" ; file = \"map.txt\" ]) ]"),
+        std::string("reader = [ readerType = \"ImageReader\" ; file = \"map.txt\" ]")}) {
+    const std::string message = message_of(text);
+    EXPECT_NE(message.find("CNTKIO_WITH_IMAGES=OFF"), std::string::npos) << message;
+    EXPECT_NE(message.find("left_out.cntk"), std::string::npos) << message;
+  }
+  ReaderSpec spec;
+  spec.deserializers = {deserializer("Base64ImageDeserializer", {})};
+  try {
+    MinibatchSource::create(spec);
+    ADD_FAILURE() << "a left-out format's type was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("CNTKIO_WITH_IMAGES=OFF"), std::string::npos) << e.what();
+  }
+}
