@@ -626,5 +626,4 @@ CtfErrorSummary ctf_error_summary(const Deserializer& deserializer) {
   return ctf->errors();
 }
 
-
 }  // namespace cntkio
