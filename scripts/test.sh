@@ -60,9 +60,11 @@ if [ -n "${CI:-}" ] || [ "${CHECKS:-}" = "all" ]; then
     ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -R "mpi_")
 
   echo "== ThreadSanitizer: the threaded tests"
+  # The build lists the tests by running the binary, so the suppressions apply to the build too.
+  export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp"
   cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DCNTKIO_TSAN=ON >/dev/null
   cmake --build build-tsan -j "$(nproc)" --target cntkio_unit_tests
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/cntkio_unit_tests \
+  TSAN_OPTIONS="$TSAN_OPTIONS:halt_on_error=1:second_deadlock_stack=1" build-tsan/tests/cntkio_unit_tests \
     --gtest_filter='SourceThreads.*:SourceCheckpoint.*:SourceElasticResume.*:SourceReadAhead.*:*Randomizer*:Composite*.*:CtfParallelParse.*:CtfParallelIndex.*:ThreadPool*:ChunkLoader.*'
 
   echo "== libFuzzer smoke run"
