@@ -632,6 +632,8 @@ def _transform_text(t):
 
 def _section_text(spec):
     """The config section of a DeserializerSpec this module builds."""
+    if spec.type == "PythonUserDeserializer":
+        raise ValueError("a UserDeserializer is Python code: CNTK's config language cannot express it")
     o = spec.options
     lines = ["type = %s" % spec.type, "module = %s" % spec.module]
     if isinstance(o, _core.CtfOptions):

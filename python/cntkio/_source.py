@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _core
 from ._deserializers import Record, _count, _Deserializer, reader_spec, reader_text
+from ._user_deserializer import UserDeserializer, user_deserializer_definition
 
 INFINITELY_REPEAT = _core.INFINITELY_REPEAT
 """Read forever (the default of ``max_samples`` and ``max_sweeps``)."""
@@ -191,8 +192,8 @@ class MinibatchSource:
 
     Args:
         deserializers: one deserializer (CTFDeserializer, CBFDeserializer, HTKFeatureDeserializer,
-            HTKMLFDeserializer, ImageDeserializer, Base64ImageDeserializer) or a list; several are joined by
-            sequence key, the first one being the primary.
+            HTKMLFDeserializer, ImageDeserializer, Base64ImageDeserializer, or a UserDeserializer written in
+            Python) or a list; several are joined by sequence key, the first one being the primary.
         max_samples: samples to read in total (INFINITELY_REPEAT, FULL_DATA_SWEEP or a count); exclusive with
             max_sweeps.
         max_sweeps: sweeps to read in total (INFINITELY_REPEAT or a count).
@@ -216,11 +217,13 @@ class MinibatchSource:
             deserializers = [deserializers]
         if not deserializers:
             raise ValueError("MinibatchSource needs at least one deserializer")
+        deserializers = [user_deserializer_definition(d) if isinstance(d, UserDeserializer) else d
+                         for d in deserializers]
         for d in deserializers:
             if not isinstance(d, _Deserializer):
                 raise TypeError("not a cntkio deserializer: %r (use CTFDeserializer, CBFDeserializer, "
-                                "HTKFeatureDeserializer, HTKMLFDeserializer, ImageDeserializer or "
-                                "Base64ImageDeserializer)" % (d,))
+                                "HTKFeatureDeserializer, HTKMLFDeserializer, ImageDeserializer, "
+                                "Base64ImageDeserializer or a UserDeserializer)" % (d,))
         _check_limits(max_samples, max_sweeps)
         randomization_window_in_chunks = _count(randomization_window_in_chunks, "randomization_window_in_chunks")
         randomization_window_in_samples = _count(randomization_window_in_samples,

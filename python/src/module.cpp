@@ -30,6 +30,7 @@
 #include "formats/ctf/ctf_index_registry.hpp"
 #include "spec/config_rules.hpp"
 #include "spec_bindings.hpp"
+#include "user_deserializer.hpp"
 
 namespace py = pybind11;
 
@@ -147,7 +148,15 @@ class Reader {
   // A process forked from the creator (a DataLoader worker) inherits the object but not its background
   // threads: destroying it there would wait for threads that do not exist, so it is left alone.
   ~Reader() {
-    if (::getpid() != owner_pid_) (void)source_.release();
+    if (::getpid() != owner_pid_) {
+      (void)source_.release();
+      return;
+    }
+    // The reader's threads may be waiting for the GIL (a UserDeserializer's chunk): let them finish.
+    if (PyGILState_Check() != 0) {
+      py::gil_scoped_release release;
+      source_.reset();
+    }
   }
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;
@@ -158,7 +167,10 @@ class Reader {
     return std::make_unique<Reader>(
         ReaderSpec::from_config(descend(Config::from_files(files, overrides), path)));
   }
-  static std::unique_ptr<Reader> from_spec(const ReaderSpec& spec) { return std::make_unique<Reader>(spec); }
+  static std::unique_ptr<Reader> from_spec(const ReaderSpec& spec) {
+    py::gil_scoped_release release;  // a UserDeserializer indexes on this thread and loads on others
+    return std::make_unique<Reader>(spec);
+  }
 
   py::list streams() const {
     py::list out;
@@ -186,6 +198,7 @@ class Reader {
 
   void set_v2_limits(size_t max_samples, size_t max_sweeps) {
     check_process();
+    py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
     source_->set_v2_limits(max_samples, max_sweeps);
   }
@@ -204,6 +217,7 @@ class Reader {
 
   bool defer_values(bool on) {
     check_process();
+    py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
     return source_->defer_values(on);
   }
@@ -229,6 +243,7 @@ class Reader {
   }
 
   std::string state() const {
+    py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
     return source_->state().to_json();
   }
@@ -277,6 +292,7 @@ class Reader {
   }
 
   IndexHold hold_indexes() const {
+    py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
     return IndexHold{source_->shared_indexes()};
   }
@@ -329,6 +345,8 @@ PYBIND11_MODULE(_core, m) {
   m.attr("ConfigError") = py::handle(g_config_error);
   py::register_exception_translator(&translate_exception);
   bind_reader_spec(m);
+  register_user_deserializer_type();
+  bind_user_deserializer(m);
 
   m.attr("INFINITELY_REPEAT") = py::int_(kInfinitelyRepeat);
   m.attr("FULL_DATA_SWEEP") = py::int_(kFullDataSweep);
