@@ -56,6 +56,7 @@ from ._source import (
     TraceLevel,
     merge_checkpoint_states,
 )
+from ._ctf_text import sequence_to_cntk_text_format
 from . import transforms
 
 
@@ -70,5 +71,6 @@ __all__ = [
     "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "FULL_DATA_SWEEP", "FormatError", "HTKFeatureDeserializer",
     "HTKMLFDeserializer", "INFINITELY_REPEAT", "ImageDeserializer", "MinibatchData", "MinibatchDict",
     "MinibatchSource", "Record", "SkipReport", "SkippedDataWarning", "StreamDef", "StreamDefs",
-    "StreamInformation", "TraceLevel", "merge_checkpoint_states", "transforms", "worker_from_environment",
+    "StreamInformation", "TraceLevel", "merge_checkpoint_states", "sequence_to_cntk_text_format", "transforms",
+    "worker_from_environment",
 ]
