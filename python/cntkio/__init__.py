@@ -46,12 +46,14 @@ from ._deserializers import (
 from ._source import (
     DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
     FULL_DATA_SWEEP,
+    DataType,
     INFINITELY_REPEAT,
     MinibatchData,
     MinibatchDict,
     MinibatchSource,
     SkippedDataWarning,
     SkipReport,
+    StorageFormat,
     StreamInformation,
     TraceLevel,
     merge_checkpoint_states,
@@ -67,10 +69,10 @@ def worker_from_environment():
 
 
 __all__ = [
-    "Base64ImageDeserializer", "CBFDeserializer", "CTFDeserializer", "ConfigError",
+    "Base64ImageDeserializer", "CBFDeserializer", "CTFDeserializer", "ConfigError", "DataType",
     "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "FULL_DATA_SWEEP", "FormatError", "HTKFeatureDeserializer",
     "HTKMLFDeserializer", "INFINITELY_REPEAT", "ImageDeserializer", "MinibatchData", "MinibatchDict",
-    "MinibatchSource", "Record", "SkipReport", "SkippedDataWarning", "StreamDef", "StreamDefs",
+    "MinibatchSource", "Record", "SkipReport", "SkippedDataWarning", "StorageFormat", "StreamDef", "StreamDefs",
     "StreamInformation", "TraceLevel", "merge_checkpoint_states", "sequence_to_cntk_text_format", "transforms",
     "worker_from_environment",
 ]

@@ -34,23 +34,68 @@ class TraceLevel(enum.IntEnum):
 # Streams and minibatch data
 
 
+class StorageFormat(enum.IntEnum):
+    """``StreamInformation.m_storage_format``: CNTK's StorageFormat values."""
+
+    Dense = 0
+    SparseCSC = 1
+
+
+class DataType(enum.IntEnum):
+    """``StreamInformation.m_element_type``: CNTK's DataType values."""
+
+    Unknown = 0
+    Float = 1
+    Double = 2
+
+
+def _sample_dtype(dtype):
+    """numpy.float32 or numpy.float64 for ``dtype`` as CNTK's sanitize_dtype_cntk maps it: integer types (and
+    Python's int) to float32, Python's float to float64; ValueError for others."""
+    if dtype is int or dtype is float:
+        return np.float32 if dtype is int else np.float64
+    if isinstance(dtype, str) and dtype in ("float", "double"):
+        return np.float32 if dtype == "float" else np.float64
+    try:
+        kind = np.dtype(dtype)
+    except TypeError:
+        raise ValueError("data type %r is not supported (float32 or float64)" % (dtype,)) from None
+    if kind.kind in "iu" or kind == np.float32:
+        return np.float32
+    if kind == np.float64:
+        return np.float64
+    raise ValueError("data type %r is not supported (float32 or float64)" % (dtype,))
+
+
 class StreamInformation:
     """Describes one stream of a MinibatchSource: ``name``, ``id``, ``storage_format`` ('dense' or 'sparse'),
-    ``dtype`` (numpy.float32/float64) and ``shape`` (the sample shape). Hashable; a key of the minibatch dict."""
+    ``dtype`` (numpy.float32/float64) and ``shape`` (the sample shape). Hashable; a key of the minibatch dict.
+
+    Made as in cntk.io, ``StreamInformation(name, stream_id, storage_format, dtype, shape, defines_mb_size=False)``
+    (a UserMinibatchSource's ``stream_infos()`` returns them); integer dtypes become float32, as in CNTK. CNTK's
+    field names work too: ``m_name``, ``m_id``, ``m_storage_format`` (StorageFormat), ``m_element_type``
+    (DataType), ``m_sample_layout`` (the sample shape, in NumPy's order), ``m_defines_mb_size``,
+    ``sample_shape``. ``alias`` (keyword only) is the stream's name in the file, where it has one."""
 
     __slots__ = ("name", "id", "storage_format", "dtype", "shape", "alias", "defines_mb_size")
 
-    def __init__(self, name, stream_id, storage_format, dtype, shape, alias="", defines_mb_size=False):
-        self.name = name
-        self.id = stream_id
+    def __init__(self, name, stream_id, storage_format, dtype, shape, defines_mb_size=False, *, alias=""):
+        if storage_format not in ("dense", "sparse"):
+            raise ValueError("storage_format must be 'dense' or 'sparse', got %r" % (storage_format,))
+        self.name = str(name)
+        self.id = int(stream_id)
         self.storage_format = storage_format
-        self.dtype = np.dtype(dtype).type
-        self.shape = tuple(shape)
+        self.dtype = _sample_dtype(dtype)
+        self.shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
         self.alias = alias
-        self.defines_mb_size = defines_mb_size
+        self.defines_mb_size = bool(defines_mb_size)
 
     m_name = property(lambda self: self.name)
     m_id = property(lambda self: self.id)
+    m_storage_format = property(lambda self: StorageFormat.SparseCSC if self.is_sparse else StorageFormat.Dense)
+    m_element_type = property(lambda self: DataType.Double if self.dtype == np.float64 else DataType.Float)
+    m_sample_layout = property(lambda self: self.shape)
+    m_defines_mb_size = property(lambda self: self.defines_mb_size)
     sample_shape = property(lambda self: self.shape)
     is_sparse = property(lambda self: self.storage_format == "sparse")
 
@@ -277,8 +322,9 @@ class MinibatchSource:
         self._shapes = shapes
         self._mode = None  # "v1" or "v2" once reading
         self._packing = self._reader.packing  # "sequence", "frame" or "truncated"
-        self._infos = [StreamInformation(s["name"], s["id"], s["storage"], s["dtype"], shapes.get(s["name"], s["shape"]),
-                                         s["alias"], s["defines_mb_size"]) for s in self._reader.streams()]
+        self._infos = [StreamInformation(s["name"], s["id"], s["storage"], s["dtype"],
+                                         shapes.get(s["name"], s["shape"]), s["defines_mb_size"], alias=s["alias"])
+                       for s in self._reader.streams()]
         self._streams = None
         self._skips_reported = False
         self._skips_due = False  # a sweep ended: check before the next read
