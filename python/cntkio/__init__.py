@@ -59,6 +59,7 @@ from ._source import (
     merge_checkpoint_states,
 )
 from ._ctf_text import sequence_to_cntk_text_format
+from ._value import DeviceIgnoredWarning, Value
 from . import transforms
 
 
@@ -70,9 +71,10 @@ def worker_from_environment():
 
 __all__ = [
     "Base64ImageDeserializer", "CBFDeserializer", "CTFDeserializer", "ConfigError", "DataType",
+    "DeviceIgnoredWarning",
     "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "FULL_DATA_SWEEP", "FormatError", "HTKFeatureDeserializer",
     "HTKMLFDeserializer", "INFINITELY_REPEAT", "ImageDeserializer", "MinibatchData", "MinibatchDict",
     "MinibatchSource", "Record", "SkipReport", "SkippedDataWarning", "StorageFormat", "StreamDef", "StreamDefs",
-    "StreamInformation", "TraceLevel", "merge_checkpoint_states", "sequence_to_cntk_text_format", "transforms",
+    "StreamInformation", "TraceLevel", "Value", "merge_checkpoint_states", "sequence_to_cntk_text_format", "transforms",
     "worker_from_environment",
 ]

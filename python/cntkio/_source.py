@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _core
 from ._deserializers import Record, _count, _Deserializer, reader_spec, reader_text
+from ._value import Value
 
 INFINITELY_REPEAT = _core.INFINITELY_REPEAT
 """Read forever (the default of ``max_samples`` and ``max_sweeps``)."""
@@ -114,105 +115,109 @@ class StreamInformation:
 
 
 class MinibatchData:
-    """The data of one stream in one minibatch.
+    """The data of one stream in one minibatch (cntk.io.MinibatchData): ``data`` is its Value; ``asarray()``,
+    ``mask``, ``shape`` and ``as_sequences()`` are the Value's.
 
     Dense streams: ``asarray()`` is a NumPy array ``[sequences, max_length, *shape]`` (one row per sequence,
-    padded with zeros; ``mask`` says which entries are data), ``[samples, *shape]`` in frame mode, and
-    ``[slots, truncation_length, *shape]`` with truncated BPTT (CNTK's packed rows, so a slot continues its
-    sequence in the next minibatch). Sparse streams: ``asarray()`` is a ``scipy.sparse.csr_matrix`` with one
-    row per sample, the samples of sequence i in rows ``offsets[i]:offsets[i+1]``. Arrays view the reader's
-    buffer when its layout allows it (no copy); the array keeps the buffer alive. Values are float32 (or
-    float64 for ``precision = double`` configs).
+    padded with zeros; ``mask`` says which entries are data), ``[samples, 1, *shape]`` in frame mode (CNTK's
+    sequence axis of length 1, mask ``[samples, 1]``), and ``[slots, truncation_length, *shape]`` with truncated
+    BPTT (CNTK's packed rows, so a slot continues its sequence in the next minibatch). Sparse streams:
+    ``asarray()`` is a ``scipy.sparse.csr_matrix`` with one row per sample, the samples of sequence i in rows
+    ``offsets[i]:offsets[i+1]``. Arrays view the reader's buffer when its layout allows it (no copy); the array
+    keeps the buffer alive. Values are float32 (or float64 for ``precision = double`` configs).
+
+    A UserMinibatchSource makes them as in CNTK: ``MinibatchData(value, num_sequences, num_samples, sweep_end)``,
+    ``value`` a Value or what ``Value(...)`` takes.
     """
 
-    def __init__(self, info, arrays, end_of_sweep, keys, sample_shape=None, packing="sequence"):
-        self._info = info
-        self._frame = packing == "frame"
-        self._packed = packing == "truncated"
-        self._arrays = arrays
-        self._end_of_sweep = bool(end_of_sweep)
-        self._keys = keys
-        self._value = None
+    def __init__(self, value, num_sequences, num_samples, sweep_end):
+        self._value = value if isinstance(value, Value) else Value(value)
+        self._num_sequences = _count(num_sequences, "MinibatchData: num_sequences")
+        self._num_samples = _count(num_samples, "MinibatchData: num_samples")
+        self._end_of_sweep = bool(sweep_end)
+        self._info = None
+        self._keys = None
+        self._arrays = None
+        self._frame = self._packed = False
+
+    @classmethod
+    def _from_reader(cls, info, arrays, end_of_sweep, keys, sample_shape=None, packing="sequence"):
+        """The MinibatchData of a reader's arrays (cntkio._core) of stream ``info``."""
         if sample_shape is not None and "value" in arrays:
             v = arrays["value"]
             arrays["value"] = v.reshape(v.shape[:-1] + tuple(sample_shape))
+        self = cls.__new__(cls)
+        self._value = Value._from_arrays(arrays, packing)
+        self._num_sequences = arrays["num_sequences"]
+        self._num_samples = arrays["num_samples"]
+        self._end_of_sweep = bool(end_of_sweep)
+        self._info = info
+        self._keys = keys
+        self._arrays = arrays
+        self._frame = packing == "frame"
+        self._packed = packing == "truncated"
+        return self
 
-    num_sequences = property(lambda self: self._arrays["num_sequences"], doc="Sequences in this minibatch.")
-    num_samples = property(lambda self: self._arrays["num_samples"], doc="Samples (not padding) in it.")
+    num_sequences = property(lambda self: self._num_sequences, doc="Sequences in this minibatch.")
+    num_samples = property(lambda self: self._num_samples, doc="Samples (not padding) in it.")
+    number_of_sequences = num_sequences
+    number_of_samples = num_samples
     end_of_sweep = property(lambda self: self._end_of_sweep,
                             doc="Whether the data reaches the end of a sweep or crosses it.")
-    is_sparse = property(lambda self: "value" not in self._arrays, doc="Whether the stream is sparse.")
-    mask = property(lambda self: self._arrays["mask"],
+    sweep_end = end_of_sweep
+    is_sparse = property(lambda self: self._value.is_sparse, doc="Whether the stream is sparse.")
+    mask = property(lambda self: self._value.mask,
                     doc="uint8 array over the padded shape: 2 = a sequence begins, 1 = data, 0 = padding.")
-    lengths = property(lambda self: self._arrays["lengths"], doc="Samples of each sequence (int64).")
-    offsets = property(lambda self: self._arrays["offsets"],
+    lengths = property(lambda self: self._value.lengths, doc="Samples of each sequence (int64).")
+    offsets = property(lambda self: self._value.offsets,
                        doc="Row where each sequence starts in the sample-wise (sparse) matrix; n+1 entries.")
-    zero_copy = property(lambda self: self._arrays["zero_copy"],
+    zero_copy = property(lambda self: bool(self._arrays is not None and self._arrays["zero_copy"]),
                          doc="Whether the array views the reader's buffer instead of a copy.")
-    stream_info = property(lambda self: self._info)
+    stream_info = property(lambda self: self._info, doc="The StreamInformation of a reader's stream (else None).")
 
     @property
     def keys(self):
-        """The sequence keys of the rows (cntkio extension)."""
+        """The sequence keys of the rows (cntkio extension; None for data made by a user source)."""
+        if self._arrays is None:
+            return None
         entries = self._arrays["layout"][2]
         return [self._keys[int(i)] for i in entries[:, 0]]
 
     @property
     def layout(self):
         """(num_parallel, num_time_steps, entries): CNTK's packing of this stream; entries[i] = (sequence index,
-        row, t_begin, t_end) of row i of the array (cntkio extension)."""
-        return self._arrays["layout"]
+        row, t_begin, t_end) of row i of the array (cntkio extension; None for data made by a user source)."""
+        return None if self._arrays is None else self._arrays["layout"]
 
     @property
     def data(self):
-        """The array (see asarray())."""
-        return self.asarray()
+        """The Value (cntk.Value's counterpart) holding the data."""
+        return self._value
 
     @property
     def shape(self):
         """Shape of the (padded) data: ``asarray().shape`` for dense, the same logical shape for sparse."""
-        if not self.is_sparse:
-            return self._arrays["value"].shape
-        dim = (self._arrays["dim"],)
-        if self._frame:
-            return (self.num_samples,) + dim
-        return self._arrays["mask"].shape + dim
+        return self._value.shape
 
     def asarray(self):
         """The data: a NumPy array (dense) or a scipy.sparse.csr_matrix with one row per sample (sparse)."""
-        if self._value is None:
-            if self.is_sparse:
-                import scipy.sparse
-
-                a = self._arrays
-                self._value = scipy.sparse.csr_matrix((a["data"], a["indices"], a["indptr"]),
-                                                      shape=(len(a["indptr"]) - 1, a["dim"]), copy=False)
-            else:
-                self._value = self._arrays["value"]
-        return self._value
+        return self._value.asarray()
 
     def as_sequences(self, variable=None):
         """A list with one array per sequence, padding removed: ``[length, *shape]`` NumPy arrays, or
         csr_matrix slices for sparse streams."""
-        value = self.asarray()
-        if self.is_sparse:
-            offsets = self._arrays["offsets"]
-            return [value[int(offsets[i]):int(offsets[i + 1])] for i in range(len(offsets) - 1)]
-        if self._frame:
-            return [value[i:i + 1] for i in range(len(value))]
-        lengths = self._arrays["lengths"]
-        if self._packed:  # rows are slots; a sequence is the part of its slot inside this minibatch
-            entries = self._arrays["layout"][2]
-            return [value[int(row), max(int(tb), 0):max(int(tb), 0) + int(n)]
-                    for (_, row, tb, _), n in zip(entries, lengths)]
-        return [value[i, :int(lengths[i])] for i in range(len(value))]
+        return self._value.as_sequences(variable)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._value.__array__(dtype, copy)
 
     def __len__(self):
         return self.num_sequences
 
     def __repr__(self):
         return "MinibatchData(%s, num_sequences=%d, num_samples=%d, shape=%r, end_of_sweep=%s)" % (
-            self._info.name, self.num_sequences, self.num_samples, self.shape, self.end_of_sweep)
+            self._info.name if self._info is not None else "-", self.num_sequences, self.num_samples, self.shape,
+            self.end_of_sweep)
 
 
 class MinibatchDict(dict):
@@ -429,7 +434,8 @@ class MinibatchSource:
         result = MinibatchDict()
         for i, info in enumerate(self._infos):
             shape = self._shapes.get(info.name)
-            result[info] = MinibatchData(info, batch.stream(i), batch.end_of_sweep, keys, shape, self._packing)
+            result[info] = MinibatchData._from_reader(info, batch.stream(i), batch.end_of_sweep, keys, shape,
+                                                      self._packing)
         return result
 
     # -- checkpoints
