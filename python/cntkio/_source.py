@@ -251,7 +251,7 @@ class MinibatchSource:
         randomization_seed: seed of sweep 0; sweep k uses seed + k.
         trace_level: 0 errors, 1 warnings, 2 info (TraceLevel).
         multithreaded_deserializer: None (auto), True or False; results never depend on it.
-        frame_mode: every sample is its own sequence; arrays are ``[samples, *shape]``.
+        frame_mode: every sample is its own sequence; dense arrays are ``[samples, 1, *shape]`` (as CNTK's).
         truncation_length: truncated BPTT with this many steps per slot (0: off).
         randomize: False reads in file order (both windows become 0).
         max_errors: malformed sequences to skip before failing.
