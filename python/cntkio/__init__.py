@@ -60,7 +60,8 @@ from ._source import (
 )
 from ._ctf_text import sequence_to_cntk_text_format
 from ._value import DeviceIgnoredWarning, Value
-from . import transforms
+from ._user_source import MinibatchSourceFromData, UserMinibatchSource
+from . import transforms, typing
 
 
 def worker_from_environment():
@@ -70,11 +71,10 @@ def worker_from_environment():
 
 
 __all__ = [
-    "Base64ImageDeserializer", "CBFDeserializer", "CTFDeserializer", "ConfigError", "DataType",
-    "DeviceIgnoredWarning",
-    "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "FULL_DATA_SWEEP", "FormatError", "HTKFeatureDeserializer",
-    "HTKMLFDeserializer", "INFINITELY_REPEAT", "ImageDeserializer", "MinibatchData", "MinibatchDict",
-    "MinibatchSource", "Record", "SkipReport", "SkippedDataWarning", "StorageFormat", "StreamDef", "StreamDefs",
-    "StreamInformation", "TraceLevel", "Value", "merge_checkpoint_states", "sequence_to_cntk_text_format", "transforms",
-    "worker_from_environment",
+    "Base64ImageDeserializer", "CBFDeserializer", "CTFDeserializer", "ConfigError",
+    "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "DataType", "DeviceIgnoredWarning", "FULL_DATA_SWEEP", "FormatError",
+    "HTKFeatureDeserializer", "HTKMLFDeserializer", "INFINITELY_REPEAT", "ImageDeserializer", "MinibatchData",
+    "MinibatchDict", "MinibatchSource", "MinibatchSourceFromData", "Record", "SkipReport", "SkippedDataWarning",
+    "StorageFormat", "StreamDef", "StreamDefs", "StreamInformation", "TraceLevel", "UserMinibatchSource", "Value",
+    "merge_checkpoint_states", "sequence_to_cntk_text_format", "transforms", "typing", "worker_from_environment",
 ]

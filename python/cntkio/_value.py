@@ -150,6 +150,25 @@ class Value:
             self._sample_shape = (arrays["dim"],)
         return self
 
+    @classmethod
+    def _empty(cls, sample_shape, is_sparse, dtype):
+        """A Value of no sequence (a worker's share of a minibatch can be empty)."""
+        self = cls.__new__(cls)
+        self._erased = False
+        self._arrays = None
+        self._packing = "sequence"
+        self._sample_shape = tuple(sample_shape)
+        self._mask = np.zeros((0, 0), np.uint8)
+        self._lengths = np.zeros(0, np.int64)
+        self._offsets = np.zeros(1, np.int64)
+        if is_sparse:
+            import scipy.sparse
+
+            self._dense, self._csr = None, scipy.sparse.csr_matrix((0,) + self._sample_shape, dtype=dtype)
+        else:
+            self._dense, self._csr = np.zeros((0, 0) + self._sample_shape, dtype), None
+        return self
+
     @staticmethod
     def create(var, data, seq_starts=None, device=None, read_only=False):
         """cntk.Value.create: a Value of ``data`` (a list of per-sequence arrays or csr_matrix, or one array or
