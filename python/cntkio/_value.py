@@ -169,6 +169,39 @@ class Value:
             self._dense, self._csr = np.zeros((0, 0) + self._sample_shape, dtype), None
         return self
 
+    ONE_HOT_SKIP = 2 ** 64 - 1
+    """An index of Value.one_hot that stands for a sample of zeros (CNTK's Value.ONE_HOT_SKIP)."""
+
+    @staticmethod
+    def one_hot(batch, num_classes, dtype=None, device=None):
+        """cntk.Value.one_hot: a sparse Value of sequences whose samples are one-hot rows of ``num_classes``
+        columns. ``batch`` is a list of sequences (lists or 1-d arrays of class indices; ONE_HOT_SKIP gives a
+        row of zeros); ``dtype`` float32 (default) or float64. ``num_classes`` as a tuple (samples of several
+        one-hot rows) is not supported: ValueError."""
+        import scipy.sparse
+
+        _warn_device(device, "Value.one_hot")
+        if not isinstance(num_classes, (int, np.integer)):
+            if isinstance(num_classes, tuple) and len(num_classes) == 1:
+                num_classes = num_classes[0]
+            else:
+                raise ValueError("Value.one_hot: cntkio supports num_classes as one number, got %r" % (num_classes,))
+        dtype = np.float32 if dtype is None else dtype
+        if dtype not in (np.float32, np.float64):
+            raise ValueError("Value.one_hot: dtype must be float32 or float64, got %r" % (dtype,))
+        if isinstance(batch, np.ndarray):
+            batch = batch.tolist()
+        sequences = []
+        for sequence in batch:
+            indices = [int(i) for i in (sequence.tolist() if isinstance(sequence, np.ndarray) else sequence)]
+            if any(not 0 <= i < num_classes and i != Value.ONE_HOT_SKIP for i in indices):
+                raise ValueError("Value.one_hot: an index of %s is not below num_classes %d" % (indices, num_classes))
+            rows = [t for t, i in enumerate(indices) if i != Value.ONE_HOT_SKIP]
+            columns = [i for i in indices if i != Value.ONE_HOT_SKIP]
+            sequences.append(scipy.sparse.csr_matrix((np.ones(len(rows), dtype), (rows, columns)),
+                                                     shape=(len(indices), int(num_classes))))
+        return Value(sequences)
+
     @staticmethod
     def create(var, data, seq_starts=None, device=None, read_only=False):
         """cntk.Value.create: a Value of ``data`` (a list of per-sequence arrays or csr_matrix, or one array or

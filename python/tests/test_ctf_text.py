@@ -39,6 +39,14 @@ def test_a_stream_of_other_items_is_a_value_error_naming_it(stream):
         cntkio.sequence_to_cntk_text_format(0, {"x": stream})
 
 
+def test_cntk_io_s_own_cases():
+    W, L = np.array([[[1, 0], [1, 0]], [[5, 6], [7, 8]]]), np.array([[[2]]])
+    assert cntkio.sequence_to_cntk_text_format(0, {"W": W, "L": L}) == "0\t|L 2 |W 1 0 1 0\n0\t|W 5 6 7 8"
+    assert cntkio.sequence_to_cntk_text_format(0, {"W": np.array([])}) == ""
+    with pytest.raises(ValueError):
+        cntkio.sequence_to_cntk_text_format(0, {"A": [object()]})
+
+
 def test_no_stream_is_a_value_error():
     with pytest.raises(ValueError):
         cntkio.sequence_to_cntk_text_format(0, {})

@@ -201,3 +201,74 @@ def test_typing_types():
         Sequence[Sequence[tensor]]
     with pytest.raises(ValueError):
         Tensor[-1]
+
+
+CTF_SPARSE = "0\t|x 560:1\t|y 1 0 0 0 0\n0\t|x 0:1\n0\t|x 0:1\n1\t|x 560:1\t|y 0 1 0 0 0\n1\t|x 0:1\n1\t|x 0:1\n1\t|x 424:1\n"
+
+
+class SparseTextSource(cntkio.UserMinibatchSource):
+    """Reads CTF_SPARSE itself (word indices, one label per sequence) as cntk.io's test of user sources did."""
+
+    def __init__(self):
+        self.fsi = cntkio.StreamInformation("features", 0, "sparse", np.float32, (1000,))
+        self.lsi = cntkio.StreamInformation("labels", 1, "dense", np.float32, (5,))
+        self.sequences = []
+        for line in CTF_SPARSE.splitlines():
+            key, *fields = line.split("|")
+            if not self.sequences or self.sequences[-1][0] != key.strip():
+                self.sequences.append((key.strip(), [], None))
+            words, label = self.sequences[-1][1], self.sequences[-1][2]
+            for field in fields:
+                name, values = field.split(" ", 1)
+                if name == "x":
+                    words.append(int(values.split(":")[0]))
+                else:
+                    label = np.array([values.split()], np.float32)
+            self.sequences[-1] = (key.strip(), words, label)
+        self.next = 0
+        super().__init__()
+
+    def stream_infos(self):
+        return [self.fsi, self.lsi]
+
+    def next_minibatch(self, num_samples, number_of_workers=1, worker_rank=0, device=None):
+        words, labels, count, sweep_end = [], [], 0, False
+        while True:
+            if self.next == len(self.sequences):
+                sweep_end, self.next = True, 0
+            _, w, label = self.sequences[self.next]
+            if words and count + len(w) > num_samples:
+                break
+            words.append(w)
+            labels.append(label)
+            count += len(w)
+            self.next += 1
+        return {self.fsi: cntkio.MinibatchData(cntkio.Value.one_hot(words, 1000), len(words), count, sweep_end),
+                self.lsi: cntkio.MinibatchData(cntkio.Value(np.asarray(labels)), len(words), len(words), sweep_end)}
+
+
+def test_a_user_source_delivers_what_the_reader_does(tmp_path):
+    path = tmp_path / "sparse.ctf"
+    path.write_text(CTF_SPARSE)
+    reader = cntkio.MinibatchSource(cntkio.CTFDeserializer(str(path), cntkio.StreamDefs(
+        features=cntkio.StreamDef(field="x", shape=1000, is_sparse=True),
+        labels=cntkio.StreamDef(field="y", shape=5))), randomize=False)
+    user = SparseTextSource()
+    for size in (2, 10):
+        n, u = reader.next_minibatch(size), user.next_minibatch(size)
+        nf, uf, nl, ul = n[reader["features"]], u[user["features"]], n[reader["labels"]], u[user["labels"]]
+        assert uf.shape == nf.shape and ul.shape == nl.shape
+        assert (uf.num_sequences, uf.num_samples, uf.is_sparse) == (nf.num_sequences, nf.num_samples, True)
+        assert (uf.asarray() != nf.asarray()).nnz == 0 and np.array_equal(ul.asarray(), nl.asarray())
+        assert uf.mask.tolist() == nf.mask.tolist()
+    assert uf.shape == (2, 4, 1000) and uf.end_of_sweep  # sequences 1 and 0 again: the sweep ended in it
+
+
+def test_one_hot_skip_and_errors():
+    value = cntkio.Value.one_hot([[1, cntkio.Value.ONE_HOT_SKIP, 5], [4]], 6)
+    assert value.shape == (2, 3, 6) and value.asarray().toarray().tolist() == [
+        [0, 1, 0, 0, 0, 0], [0] * 6, [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 1, 0]]
+    with pytest.raises(ValueError):
+        cntkio.Value.one_hot([[6]], 6)
+    with pytest.raises(ValueError):
+        cntkio.Value.one_hot([[1, 2]], (2, 6))
