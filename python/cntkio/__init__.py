@@ -38,8 +38,10 @@ from ._deserializers import (
     CTFDeserializer,
     HTKFeatureDeserializer,
     HTKMLFDeserializer,
+    IgnoredArgumentWarning,
     ImageDeserializer,
     Record,
+    StreamConfiguration,
     StreamDef,
     StreamDefs,
 )
@@ -73,8 +75,9 @@ def worker_from_environment():
 __all__ = [
     "Base64ImageDeserializer", "CBFDeserializer", "CTFDeserializer", "ConfigError",
     "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "DataType", "DeviceIgnoredWarning", "FULL_DATA_SWEEP", "FormatError",
-    "HTKFeatureDeserializer", "HTKMLFDeserializer", "INFINITELY_REPEAT", "ImageDeserializer", "MinibatchData",
-    "MinibatchDict", "MinibatchSource", "MinibatchSourceFromData", "Record", "SkipReport", "SkippedDataWarning",
-    "StorageFormat", "StreamDef", "StreamDefs", "StreamInformation", "TraceLevel", "UserMinibatchSource", "Value",
-    "merge_checkpoint_states", "sequence_to_cntk_text_format", "transforms", "typing", "worker_from_environment",
+    "HTKFeatureDeserializer", "HTKMLFDeserializer", "INFINITELY_REPEAT", "IgnoredArgumentWarning", "ImageDeserializer",
+    "MinibatchData", "MinibatchDict", "MinibatchSource", "MinibatchSourceFromData", "Record", "SkipReport",
+    "SkippedDataWarning", "StorageFormat", "StreamConfiguration", "StreamDef", "StreamDefs", "StreamInformation",
+    "TraceLevel", "UserMinibatchSource", "Value", "merge_checkpoint_states", "sequence_to_cntk_text_format",
+    "transforms", "typing", "worker_from_environment",
 ]

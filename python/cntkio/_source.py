@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _core
 from ._deserializers import Record, _count, _Deserializer, reader_spec, reader_text
-from ._value import Value
+from ._value import Value, _warn_device
 
 INFINITELY_REPEAT = _core.INFINITELY_REPEAT
 """Read forever (the default of ``max_samples`` and ``max_sweeps``)."""
@@ -294,6 +294,23 @@ class MinibatchSource:
             shapes.update(d.sample_shapes)
         self._spec = spec
         self._setup(lambda: _core.Reader.from_spec(spec), max_samples, max_sweeps, shapes)
+        for d in deserializers:
+            self._check_declared_streams(getattr(d, "declared_streams", {}), d.type)
+
+    def _check_declared_streams(self, declared, what):
+        """ValueError when a stream's dimension or storage given to a deserializer that takes them from the file
+        (CBF) differs from the file's."""
+        for name, (dim, sparse) in declared.items():
+            found = [i for i in self._infos if i.name == name]
+            if not found:
+                raise ValueError("%s: the file has no stream '%s' (streams: %s)"
+                                 % (what, name, ", ".join(i.name for i in self._infos)))
+            info = found[0]
+            if dim is not None and int(np.prod(info.shape)) != dim:
+                raise ValueError("%s: stream '%s' has dimension %d in the file, not %d as given"
+                                 % (what, name, int(np.prod(info.shape)), dim))
+            if sparse and not info.is_sparse:
+                raise ValueError("%s: stream '%s' is dense in the file, not sparse as given" % (what, name))
 
     @property
     def config_text(self):
@@ -391,7 +408,9 @@ class MinibatchSource:
                        partition_index=None):
         """The next minibatch of about ``minibatch_size_in_samples`` samples (for this partition: its share of
         them) as a dict StreamInformation → MinibatchData, or mapped through ``input_map`` (key → stream);
-        an empty dict once max_samples/max_sweeps are reached. ``device`` is accepted and ignored."""
+        an empty dict once max_samples/max_sweeps are reached. ``device``: None; another value is ignored with a
+        DeviceIgnoredWarning (the arrays are in host memory)."""
+        _warn_device(device, "MinibatchSource.next_minibatch")
         size = _count(minibatch_size_in_samples, "minibatch_size_in_samples", allow_zero=False)
         partitions = 1 if num_data_partitions is None else _count(num_data_partitions, "num_data_partitions",
                                                                   allow_zero=False)

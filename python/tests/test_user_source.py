@@ -203,7 +203,8 @@ def test_typing_types():
         Tensor[-1]
 
 
-CTF_SPARSE = "0\t|x 560:1\t|y 1 0 0 0 0\n0\t|x 0:1\n0\t|x 0:1\n1\t|x 560:1\t|y 0 1 0 0 0\n1\t|x 0:1\n1\t|x 0:1\n1\t|x 424:1\n"
+CTF_SPARSE = ("0\t|x 560:1\t|y 1 0 0 0 0\n0\t|x 0:1\n0\t|x 0:1\n"
+              "1\t|x 560:1\t|y 0 1 0 0 0\n1\t|x 0:1\n1\t|x 0:1\n1\t|x 424:1\n")
 
 
 class SparseTextSource(cntkio.UserMinibatchSource):
