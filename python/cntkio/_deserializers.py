@@ -472,15 +472,21 @@ def _config_number(value, what):
 
 
 class _TransformFields:
-    """The keys of one transform dict, matched ignoring case as CNTK matches config keys (others are ignored,
-    as CNTK ignores them), each read as CNTK reads the value cntk.io writes for it."""
+    """The keys of one transform dict, matched ignoring case as CNTK matches config keys, each read as CNTK
+    reads the value cntk.io writes for it. CNTK ignored other keys; ``unused()`` names them."""
 
     def __init__(self, fields, what):
         self._fields = {str(key).lower(): value for key, value in fields.items()}
+        self._given_names = {str(key).lower(): str(key) for key in fields}
         self._what = what
 
     def given(self, key):
         return key.lower() in self._fields
+
+    def unused(self, known):
+        """The keys not among ``known`` (compared ignoring case)."""
+        known = {k.lower() for k in known}
+        return sorted(self._given_names[k] for k in self._fields if k not in known)
 
     def _value(self, key):
         return self._fields.get(key.lower())
@@ -608,6 +614,16 @@ def _intensity_options(f):
                 seed=f.uint("seed"))
 
 
+# The keys each transform reads (spec image.md); others in a transform dict are ignored, with a warning.
+_TRANSFORM_KEYS = {
+    "Crop": ("cropType", "cropSize", "sideRatio", "areaRatio", "aspectRatio", "jitterType", "hflip", "seed"),
+    "Scale": ("width", "height", "channels", "interpolations", "scaleMode", "padValue"),
+    "Color": ("brightnessRadius", "contrastRadius", "saturationRadius", "seed"),
+    "Intensity": ("intensityStdDev", "intensityFile", "seed"),
+    "Mean": ("meanFile",),
+    "Transpose": (),
+}
+
 _TRANSFORM_OPTIONS = {
     "Crop": _crop_options,
     "Scale": _scale_options,
@@ -633,6 +649,11 @@ def _transform_spec(transform, what):
     spec = _new(_core.TransformSpec, type=type_name, options=make(fields))
     if fields.given("module"):
         spec.module = fields.text("module")
+    if type_name in _TRANSFORM_KEYS:
+        for key in fields.unused(_TRANSFORM_KEYS[type_name] + ("module",)):
+            warnings.warn("cntkio: %s: transform %s: key %r is ignored, the transform does not use it (its keys: %s)"
+                          % (what, type_name, key, ", ".join(_TRANSFORM_KEYS[type_name]) or "none"),
+                          IgnoredArgumentWarning, stacklevel=5)
     return spec
 
 

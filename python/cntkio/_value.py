@@ -207,9 +207,13 @@ class Value:
         """cntk.Value.create: a Value of ``data`` (a list of per-sequence arrays or csr_matrix, or one array or
         csr_matrix of samples) for an input of sample shape ``var.shape`` (``var`` may be None, or anything with
         a ``shape``, e.g. a cntkio.typing type); ValueError when the samples have another shape. ``read_only``
-        is accepted (cntkio's arrays are the caller's to change)."""
+        sets ``is_read_only`` (and makes a dense array that the Value made itself unwritable)."""
         _warn_device(device, "Value.create")
         value = Value(data, seq_starts)
+        if read_only:
+            value._read_only = True
+            if value._dense is not None and value._dense is not data:
+                value._dense.flags.writeable = False
         expected = getattr(var, "shape", None)
         if expected is not None:
             expected = (expected,) if isinstance(expected, (int, np.integer)) else tuple(expected)
@@ -314,7 +318,7 @@ class Value:
         """None: cntkio's data is in host memory."""
         return None
 
-    is_read_only = property(lambda self: False)
+    is_read_only = property(lambda self: getattr(self, "_read_only", False))
 
     def __array__(self, dtype=None, copy=None):
         if self.is_sparse:

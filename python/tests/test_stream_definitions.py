@@ -131,3 +131,15 @@ def test_max_sequence_length_leaves_longer_utterances_out(tmp_path):
 def test_several_scp_files_for_one_stream_are_refused_naming_the_stream(tmp_path):
     with pytest.raises(ValueError, match="'f' has 2 scp files"):
         cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(f=cntkio.StreamDef(scp=["a.scp", "b.scp"], shape=3)))
+
+
+def test_a_transform_key_the_transform_does_not_read_warns_naming_it():
+    crop = dict(T.crop(crop_type="randomside", side_ratio=0.5), cropRatio=0.8)
+    with pytest.warns(cntkio.IgnoredArgumentWarning, match="'cropRatio'") as record:
+        cntkio.ImageDeserializer("m.txt", cntkio.StreamDefs(i=cntkio.StreamDef(field="image", transforms=[crop])))
+    assert record[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cntkio.ImageDeserializer("m.txt", cntkio.StreamDefs(i=cntkio.StreamDef(field="image", transforms=[
+            T.crop(crop_type="randomside", side_ratio=0.5), T.scale(2, 2, 3), T.color(0.1), T.mean("m.xml"),
+            dict(type="Crop", HFLIP=False, seed=3), dict(type="Intensity", intensityStdDev=0.1)])))

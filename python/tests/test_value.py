@@ -94,6 +94,12 @@ def test_create_checks_the_sample_shape():
         cntkio.Value.create(Input(), [np.ones((3, 4))])
 
 
+def test_create_read_only():
+    value = cntkio.Value.create(None, [np.ones((2, 2))], read_only=True)
+    assert value.is_read_only and not value.asarray().flags.writeable
+    assert not cntkio.Value(np.ones((1, 1))).is_read_only
+
+
 def test_a_device_is_ignored_with_a_warning():
     with pytest.warns(cntkio.DeviceIgnoredWarning, match="device"):
         cntkio.Value.create(None, np.ones((1, 1)), device="gpu:0")
