@@ -38,26 +38,33 @@ from ._deserializers import (
     CTFDeserializer,
     HTKFeatureDeserializer,
     HTKMLFDeserializer,
+    IgnoredArgumentWarning,
     ImageDeserializer,
     Record,
+    StreamConfiguration,
     StreamDef,
     StreamDefs,
 )
 from ._source import (
     DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
     FULL_DATA_SWEEP,
+    DataType,
     INFINITELY_REPEAT,
     MinibatchData,
     MinibatchDict,
     MinibatchSource,
     SkippedDataWarning,
     SkipReport,
+    StorageFormat,
     StreamInformation,
     TraceLevel,
     merge_checkpoint_states,
 )
 from ._user_deserializer import UserDeserializer
-from . import transforms
+from ._ctf_text import sequence_to_cntk_text_format
+from ._value import DeviceIgnoredWarning, Value
+from ._user_source import MinibatchSourceFromData, UserMinibatchSource
+from . import transforms, typing
 
 
 def worker_from_environment():
@@ -68,9 +75,10 @@ def worker_from_environment():
 
 __all__ = [
     "Base64ImageDeserializer", "CBFDeserializer", "CTFDeserializer", "ConfigError",
-    "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "FULL_DATA_SWEEP", "FormatError", "HTKFeatureDeserializer",
-    "HTKMLFDeserializer", "INFINITELY_REPEAT", "ImageDeserializer", "MinibatchData", "MinibatchDict",
-    "MinibatchSource", "Record", "SkipReport", "SkippedDataWarning", "StreamDef", "StreamDefs",
-    "StreamInformation", "TraceLevel", "UserDeserializer", "merge_checkpoint_states", "transforms",
-    "worker_from_environment",
+    "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "DataType", "DeviceIgnoredWarning", "FULL_DATA_SWEEP", "FormatError",
+    "HTKFeatureDeserializer", "HTKMLFDeserializer", "INFINITELY_REPEAT", "IgnoredArgumentWarning", "ImageDeserializer",
+    "MinibatchData", "MinibatchDict", "MinibatchSource", "MinibatchSourceFromData", "Record", "SkipReport",
+    "SkippedDataWarning", "StorageFormat", "StreamConfiguration", "StreamDef", "StreamDefs", "StreamInformation",
+    "TraceLevel", "UserDeserializer", "UserMinibatchSource", "Value", "merge_checkpoint_states",
+    "sequence_to_cntk_text_format", "transforms", "typing", "worker_from_environment",
 ]

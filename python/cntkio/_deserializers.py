@@ -12,6 +12,7 @@ import math
 import numbers
 import os
 import uuid
+import warnings
 
 import numpy as np
 
@@ -33,11 +34,23 @@ class Record(dict):
 
 StreamDefs = Record
 
+DEFAULT_MAX_SEQUENCE_LENGTH = 65535
+"""StreamDef's default ``max_sequence_length``: no limit (CNTK's HTK reader never applied the value)."""
+
+
+class IgnoredArgumentWarning(UserWarning):
+    """A cntk.io argument that the deserializer it was given to does not use (cntk.io ignored it silently);
+    the message names it and the deserializer."""
+
 
 def StreamDef(field=None, shape=None, is_sparse=False, transforms=None, context=None, scp=None, mlf=None,
-              broadcast=None, defines_mb_size=False):
+              broadcast=None, defines_mb_size=False, max_sequence_length=DEFAULT_MAX_SEQUENCE_LENGTH):
     """One stream of a deserializer: ``field`` is its name in the file (CTF alias), ``shape`` its dimension
-    (an int, or a tuple whose product is the dimension; dense arrays get that sample shape)."""
+    (an int, or a tuple whose product is the dimension; dense arrays get that sample shape).
+
+    ``transforms`` (image streams), ``context``, ``scp``, ``broadcast``, ``max_sequence_length`` (HTK feature
+    streams: utterances of more frames are left out) and ``mlf`` (HTK label streams) belong to one deserializer
+    each; given to another, they raise an IgnoredArgumentWarning naming them."""
     config = Record(stream_alias=field, is_sparse=bool(is_sparse))
     if shape is not None:
         config["dim"] = shape
@@ -53,7 +66,67 @@ def StreamDef(field=None, shape=None, is_sparse=False, transforms=None, context=
     if broadcast is not None:
         config["broadcast"] = broadcast
     config["defines_mb_size"] = bool(defines_mb_size)
+    config["max_sequence_length"] = _count(max_sequence_length, "StreamDef: max_sequence_length", allow_zero=False)
     return config
+
+
+class StreamConfiguration:
+    """One stream of a CTF or CBF deserializer as cntk.io's lower-level API described it:
+    ``CTFDeserializer(file, [StreamConfiguration(name, dim, is_sparse, stream_alias, defines_mb_size), ...])``.
+    An empty ``stream_alias`` means the stream's name in the file is ``name``. For CBF, ``dim`` and ``is_sparse``
+    must match the file's stream (ValueError when the source is made)."""
+
+    def __init__(self, name, dim, is_sparse=False, stream_alias="", defines_mb_size=False):
+        self.m_stream_name = str(name)
+        self.m_dim = _count(dim, "StreamConfiguration: dim", allow_zero=False)
+        self.m_is_sparse = bool(is_sparse)
+        self.m_stream_alias = "" if stream_alias is None else str(stream_alias)
+        self.m_defines_mb_size = bool(defines_mb_size)
+
+    name = property(lambda self: self.m_stream_name)
+    dim = property(lambda self: self.m_dim)
+    is_sparse = property(lambda self: self.m_is_sparse)
+    stream_alias = property(lambda self: self.m_stream_alias)
+    defines_mb_size = property(lambda self: self.m_defines_mb_size)
+
+    def __repr__(self):
+        return "StreamConfiguration(%r, %d, is_sparse=%s, stream_alias=%r, defines_mb_size=%s)" % (
+            self.m_stream_name, self.m_dim, self.m_is_sparse, self.m_stream_alias, self.m_defines_mb_size)
+
+
+def _stream_defs(streams, what):
+    """StreamDefs from ``streams``: StreamDefs, or a list of StreamConfiguration (as cntk.io's lower API)."""
+    if isinstance(streams, (list, tuple)):
+        defs = Record()
+        for c in streams:
+            if not isinstance(c, StreamConfiguration):
+                raise TypeError("%s: streams must be StreamDefs or a list of StreamConfiguration, got %r" % (what, c))
+            if c.name in defs:
+                raise ValueError("%s: two StreamConfigurations are named '%s'" % (what, c.name))
+            defs[c.name] = StreamDef(field=c.stream_alias or c.name, shape=c.dim, is_sparse=c.is_sparse,
+                                     defines_mb_size=c.defines_mb_size)
+        return defs
+    return streams
+
+
+# StreamDef fields, the value each has when not given, and the deserializers that use them.
+_STREAMDEF_FIELDS = (("dim", None), ("is_sparse", False), ("transforms", None), ("context", None), ("scp", None),
+                     ("mlf", None), ("broadcast", None), ("defines_mb_size", False),
+                     ("max_sequence_length", DEFAULT_MAX_SEQUENCE_LENGTH))
+_STREAMDEF_ARGUMENT = {"dim": "shape"}
+
+
+def _warn_unused_fields(what, name, stream, used, why=None, stacklevel=3):
+    """IgnoredArgumentWarning for each StreamDef field of stream ``name`` given but not in ``used``; ``why``:
+    field -> the reason, added to its message."""
+    for key, unset in _STREAMDEF_FIELDS:
+        value = stream.get(key, unset)
+        # unset is None, False or a number: `==` (not `is`: a pickled int is another object)
+        if key in used or value is None or (unset is not None and value == unset):
+            continue
+        warnings.warn("cntkio: %s: stream '%s': StreamDef(%s=...) is ignored, %s does not use it%s"
+                      % (what, name, _STREAMDEF_ARGUMENT.get(key, key), what, (why or {}).get(key, "")),
+                      IgnoredArgumentWarning, stacklevel=stacklevel + 1)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -166,12 +239,15 @@ class _Deserializer:
 def CTFDeserializer(filename, streams):
     """The CNTK text format deserializer (CNTKTextFormatDeserializer) for ``filename``; ``streams`` maps stream
     names to StreamDef(field=alias in the file, shape=dimension, is_sparse=..., defines_mb_size=...)."""
+    made_by = (CTFDeserializer, (filename, streams), {})
+    streams = _stream_defs(streams, "CTFDeserializer")
     _distinct_names(streams, "CTFDeserializer")
     inputs = []
     shapes = {}
     for name, s in streams.items():
         if s.get("stream_alias") is None:
             raise ValueError("CTFDeserializer: stream name for key %s must be specified" % name)
+        _warn_unused_fields("CTFDeserializer", name, s, ("dim", "is_sparse", "defines_mb_size"))
         dim, shape = _dimension(s.get("dim"), name)
         if not s.get("is_sparse") and len(shape) > 1:
             shapes[name] = shape
@@ -183,24 +259,32 @@ def CTFDeserializer(filename, streams):
         raise ValueError("CTFDeserializer: no streams given")
     options = _new(_core.CtfOptions, file=_text(filename, "CTFDeserializer: filename"),
                    streams=sorted(inputs, key=lambda i: _config_key_order(i.name)))  # CNTK's stream order
-    return _Deserializer([_spec("CNTKTextFormatDeserializer", "CNTKTextFormatReader", options)], shapes,
-                         (CTFDeserializer, (filename, streams), {}))
+    return _Deserializer([_spec("CNTKTextFormatDeserializer", "CNTKTextFormatReader", options)], shapes, made_by)
 
 
 def CBFDeserializer(filename, streams={}):  # noqa: B006 -- cntk.io's signature; never mutated
     """The CNTK binary format deserializer (CNTKBinaryFormatDeserializer) for ``filename``. Streams and their
     dimensions come from the file; ``streams`` only renames: ``name = StreamDef(field=name in the file)``.
-    A StreamDef without ``field`` keeps the file's name (cntk.io would write an invalid config)."""
+    A StreamDef without ``field`` keeps the file's name (cntk.io would write an invalid config). A ``shape`` or
+    ``is_sparse=True`` given must match the file's stream (ValueError when the source is made)."""
+    made_by = (CBFDeserializer, (filename, streams), {})
+    streams = _stream_defs(streams, "CBFDeserializer")
     _distinct_names(streams, "CBFDeserializer")
     renames = []  # (name in the file, exposed name), in CNTK's order of the exposed names
+    declared = {}  # exposed name -> (dimension or None, sparse or None), checked against the file
     for name, s in sorted(streams.items(), key=lambda item: _config_key_order(item[0])):
+        _warn_unused_fields("CBFDeserializer", name, s, ("dim", "is_sparse"),
+                            {"defines_mb_size": " (the file's streams count as CNTK counts them)"})
+        dim = _dimension(s["dim"], name)[0] if s.get("dim") is not None else None
+        declared[name] = (dim, True if s.get("is_sparse") else None)
         alias = s.get("stream_alias")
         if alias is not None and alias != name:
             renames.append((_text(alias, "CBFDeserializer: stream %s field" % name),
                             _stream_name(name, "CBFDeserializer: stream name")))
     options = _new(_core.CbfOptions, file=_text(filename, "CBFDeserializer: filename"), renames=renames)
-    return _Deserializer([_spec("CNTKBinaryFormatDeserializer", "CNTKBinaryReader", options)], {},
-                         (CBFDeserializer, (filename, streams), {}))
+    deserializer = _Deserializer([_spec("CNTKBinaryFormatDeserializer", "CNTKBinaryReader", options)], {}, made_by)
+    deserializer.declared_streams = declared
+    return deserializer
 
 
 def HTKFeatureDeserializer(streams):
@@ -216,10 +300,14 @@ def HTKFeatureDeserializer(streams):
     * ``broadcast``: each utterance of this stream has one frame (an i-vector), repeated to the primary
       stream's length; such a stream cannot come first;
     * ``defines_mb_size``: this stream's frames count for the minibatch size (see
-      docs/differences-from-cntk.md: CNTK ignores the flag here).
+      docs/differences-from-cntk.md: CNTK ignores the flag here);
+    * ``max_sequence_length``: utterances of more frames are left out, unread (CNTK's ``maxSequenceSize``;
+      cntk.io wrote the value where CNTK's reader never read it, so it had no effect there). The default,
+      65535, sets no limit, as in cntk.io.
 
     ``field`` must be left unset. Several streams become several HTK feature deserializers joined by
-    utterance key, the first one primary, as in cntk.io.
+    utterance key, the first one primary, as in cntk.io. One SCP file per stream, as CNTK's reader takes:
+    a list of several is a ValueError.
     """
     _distinct_names(streams, "HTKFeatureDeserializer")
     specs = []
@@ -228,6 +316,9 @@ def HTKFeatureDeserializer(streams):
             raise ValueError("HTKFeatureDeserializer does not support stream names")
         if s.get("scp") is None:
             raise ValueError("No scp files specified for HTKFeatureDeserializer")
+        _warn_unused_fields("HTKFeatureDeserializer", name, s, ("dim", "context", "scp", "broadcast",
+                                                                "defines_mb_size", "max_sequence_length"),
+                            {"is_sparse": " (features are dense)"})
         scp = s["scp"]
         if isinstance(scp, (list, tuple)):
             if len(scp) != 1:
@@ -251,6 +342,9 @@ def HTKFeatureDeserializer(streams):
                        dim=dim, left_context=left, right_context=right, expand_to_utterance=bool(s.get("broadcast")),
                        name=_stream_name(name, "HTKFeatureDeserializer: stream name"),
                        defines_mb_size=bool(s.get("defines_mb_size")))
+        limit = s.get("max_sequence_length", DEFAULT_MAX_SEQUENCE_LENGTH)
+        if limit != DEFAULT_MAX_SEQUENCE_LENGTH:
+            options.max_sequence_size = limit
         specs.append(_spec("HTKFeatureDeserializer", "HTKDeserializers", options))
     if not specs:
         raise ValueError("no feature streams found")
@@ -272,6 +366,7 @@ def HTKMLFDeserializer(label_mapping_file, streams, phoneBoundaries=False):  # n
     name, s = next(iter(streams.items()))
     if s.get("stream_alias") is not None:
         raise ValueError("HTKMLFDeserializer does not support stream names")
+    _warn_unused_fields("HTKMLFDeserializer", name, s, ("dim", "mlf", "is_sparse"))
     dim, _ = _dimension(s.get("dim"), name)
     if s.get("mlf") is None:
         raise ValueError("No master label files specified for HTKMLFDeserializer")
@@ -303,11 +398,14 @@ def _image_deserializer(type_name, filename, streams, max_image_pixels=None, max
                 raise ValueError("%s: streams '%s' and '%s' both have field 'image'" % (type_name, image_stream, name))
             image_stream = name
             transforms = list(s.get("transforms") or [])
+            _warn_unused_fields(type_name, name, s, ("transforms",), {"dim": " (the transforms set the image size)"},
+                                stacklevel=4)
         elif alias == "label":
             if not label_stream.startswith("_ignore_labels_"):
                 raise ValueError("%s: streams '%s' and '%s' both have field 'label'" % (type_name, label_stream, name))
             label_stream = name
             label_dim, _ = _dimension(s.get("dim"), name)
+            _warn_unused_fields(type_name, name, s, ("dim", "is_sparse"), stacklevel=4)
         else:
             raise ValueError("%s: invalid field name '%s', allowed are 'image' and 'label'" % (type_name, alias))
     if image_stream is None:
@@ -374,15 +472,21 @@ def _config_number(value, what):
 
 
 class _TransformFields:
-    """The keys of one transform dict, matched ignoring case as CNTK matches config keys (others are ignored,
-    as CNTK ignores them), each read as CNTK reads the value cntk.io writes for it."""
+    """The keys of one transform dict, matched ignoring case as CNTK matches config keys, each read as CNTK
+    reads the value cntk.io writes for it. CNTK ignored other keys; ``unused()`` names them."""
 
     def __init__(self, fields, what):
         self._fields = {str(key).lower(): value for key, value in fields.items()}
+        self._given_names = {str(key).lower(): str(key) for key in fields}
         self._what = what
 
     def given(self, key):
         return key.lower() in self._fields
+
+    def unused(self, known):
+        """The keys not among ``known`` (compared ignoring case)."""
+        known = {k.lower() for k in known}
+        return sorted(self._given_names[k] for k in self._fields if k not in known)
 
     def _value(self, key):
         return self._fields.get(key.lower())
@@ -510,6 +614,16 @@ def _intensity_options(f):
                 seed=f.uint("seed"))
 
 
+# The keys each transform reads (spec image.md); others in a transform dict are ignored, with a warning.
+_TRANSFORM_KEYS = {
+    "Crop": ("cropType", "cropSize", "sideRatio", "areaRatio", "aspectRatio", "jitterType", "hflip", "seed"),
+    "Scale": ("width", "height", "channels", "interpolations", "scaleMode", "padValue"),
+    "Color": ("brightnessRadius", "contrastRadius", "saturationRadius", "seed"),
+    "Intensity": ("intensityStdDev", "intensityFile", "seed"),
+    "Mean": ("meanFile",),
+    "Transpose": (),
+}
+
 _TRANSFORM_OPTIONS = {
     "Crop": _crop_options,
     "Scale": _scale_options,
@@ -535,6 +649,11 @@ def _transform_spec(transform, what):
     spec = _new(_core.TransformSpec, type=type_name, options=make(fields))
     if fields.given("module"):
         spec.module = fields.text("module")
+    if type_name in _TRANSFORM_KEYS:
+        for key in fields.unused(_TRANSFORM_KEYS[type_name] + ("module",)):
+            warnings.warn("cntkio: %s: transform %s: key %r is ignored, the transform does not use it (its keys: %s)"
+                          % (what, type_name, key, ", ".join(_TRANSFORM_KEYS[type_name]) or "none"),
+                          IgnoredArgumentWarning, stacklevel=5)
     return spec
 
 
@@ -658,6 +777,8 @@ def _section_text(spec):
         if o.defines_mb_size:
             # Read at the `input` level or above (spec htk.md §2.2): the deserializer section is above it.
             lines.append("definesMBSize = 1")
+        if o.max_sequence_size != _core.HtkFeatureOptions().max_sequence_size:
+            lines.append("maxSequenceSize = %d" % o.max_sequence_size)
     elif isinstance(o, _core.MlfOptions):
         what = "HTKMLFDeserializer: stream %s mlf" % o.name
         fields = []

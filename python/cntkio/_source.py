@@ -14,6 +14,7 @@ import numpy as np
 from . import _core
 from ._deserializers import Record, _count, _Deserializer, reader_spec, reader_text
 from ._user_deserializer import UserDeserializer, user_deserializer_definition
+from ._value import Value, _warn_device
 
 INFINITELY_REPEAT = _core.INFINITELY_REPEAT
 """Read forever (the default of ``max_samples`` and ``max_sweeps``)."""
@@ -35,23 +36,68 @@ class TraceLevel(enum.IntEnum):
 # Streams and minibatch data
 
 
+class StorageFormat(enum.IntEnum):
+    """``StreamInformation.m_storage_format``: CNTK's StorageFormat values."""
+
+    Dense = 0
+    SparseCSC = 1
+
+
+class DataType(enum.IntEnum):
+    """``StreamInformation.m_element_type``: CNTK's DataType values."""
+
+    Unknown = 0
+    Float = 1
+    Double = 2
+
+
+def _sample_dtype(dtype):
+    """numpy.float32 or numpy.float64 for ``dtype`` as CNTK's sanitize_dtype_cntk maps it: integer types (and
+    Python's int) to float32, Python's float to float64; ValueError for others."""
+    if dtype is int or dtype is float:
+        return np.float32 if dtype is int else np.float64
+    if isinstance(dtype, str) and dtype in ("float", "double"):
+        return np.float32 if dtype == "float" else np.float64
+    try:
+        kind = np.dtype(dtype)
+    except TypeError:
+        raise ValueError("data type %r is not supported (float32 or float64)" % (dtype,)) from None
+    if kind.kind in "iu" or kind == np.float32:
+        return np.float32
+    if kind == np.float64:
+        return np.float64
+    raise ValueError("data type %r is not supported (float32 or float64)" % (dtype,))
+
+
 class StreamInformation:
     """Describes one stream of a MinibatchSource: ``name``, ``id``, ``storage_format`` ('dense' or 'sparse'),
-    ``dtype`` (numpy.float32/float64) and ``shape`` (the sample shape). Hashable; a key of the minibatch dict."""
+    ``dtype`` (numpy.float32/float64) and ``shape`` (the sample shape). Hashable; a key of the minibatch dict.
+
+    Made as in cntk.io, ``StreamInformation(name, stream_id, storage_format, dtype, shape, defines_mb_size=False)``
+    (a UserMinibatchSource's ``stream_infos()`` returns them); integer dtypes become float32, as in CNTK. CNTK's
+    field names work too: ``m_name``, ``m_id``, ``m_storage_format`` (StorageFormat), ``m_element_type``
+    (DataType), ``m_sample_layout`` (the sample shape, in NumPy's order), ``m_defines_mb_size``,
+    ``sample_shape``. ``alias`` (keyword only) is the stream's name in the file, where it has one."""
 
     __slots__ = ("name", "id", "storage_format", "dtype", "shape", "alias", "defines_mb_size")
 
-    def __init__(self, name, stream_id, storage_format, dtype, shape, alias="", defines_mb_size=False):
-        self.name = name
-        self.id = stream_id
+    def __init__(self, name, stream_id, storage_format, dtype, shape, defines_mb_size=False, *, alias=""):
+        if storage_format not in ("dense", "sparse"):
+            raise ValueError("storage_format must be 'dense' or 'sparse', got %r" % (storage_format,))
+        self.name = str(name)
+        self.id = int(stream_id)
         self.storage_format = storage_format
-        self.dtype = np.dtype(dtype).type
-        self.shape = tuple(shape)
+        self.dtype = _sample_dtype(dtype)
+        self.shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
         self.alias = alias
-        self.defines_mb_size = defines_mb_size
+        self.defines_mb_size = bool(defines_mb_size)
 
     m_name = property(lambda self: self.name)
     m_id = property(lambda self: self.id)
+    m_storage_format = property(lambda self: StorageFormat.SparseCSC if self.is_sparse else StorageFormat.Dense)
+    m_element_type = property(lambda self: DataType.Double if self.dtype == np.float64 else DataType.Float)
+    m_sample_layout = property(lambda self: self.shape)
+    m_defines_mb_size = property(lambda self: self.defines_mb_size)
     sample_shape = property(lambda self: self.shape)
     is_sparse = property(lambda self: self.storage_format == "sparse")
 
@@ -70,105 +116,109 @@ class StreamInformation:
 
 
 class MinibatchData:
-    """The data of one stream in one minibatch.
+    """The data of one stream in one minibatch (cntk.io.MinibatchData): ``data`` is its Value; ``asarray()``,
+    ``mask``, ``shape`` and ``as_sequences()`` are the Value's.
 
     Dense streams: ``asarray()`` is a NumPy array ``[sequences, max_length, *shape]`` (one row per sequence,
-    padded with zeros; ``mask`` says which entries are data), ``[samples, *shape]`` in frame mode, and
-    ``[slots, truncation_length, *shape]`` with truncated BPTT (CNTK's packed rows, so a slot continues its
-    sequence in the next minibatch). Sparse streams: ``asarray()`` is a ``scipy.sparse.csr_matrix`` with one
-    row per sample, the samples of sequence i in rows ``offsets[i]:offsets[i+1]``. Arrays view the reader's
-    buffer when its layout allows it (no copy); the array keeps the buffer alive. Values are float32 (or
-    float64 for ``precision = double`` configs).
+    padded with zeros; ``mask`` says which entries are data), ``[samples, 1, *shape]`` in frame mode (CNTK's
+    sequence axis of length 1, mask ``[samples, 1]``), and ``[slots, truncation_length, *shape]`` with truncated
+    BPTT (CNTK's packed rows, so a slot continues its sequence in the next minibatch). Sparse streams:
+    ``asarray()`` is a ``scipy.sparse.csr_matrix`` with one row per sample, the samples of sequence i in rows
+    ``offsets[i]:offsets[i+1]``. Arrays view the reader's buffer when its layout allows it (no copy); the array
+    keeps the buffer alive. Values are float32 (or float64 for ``precision = double`` configs).
+
+    A UserMinibatchSource makes them as in CNTK: ``MinibatchData(value, num_sequences, num_samples, sweep_end)``,
+    ``value`` a Value or what ``Value(...)`` takes.
     """
 
-    def __init__(self, info, arrays, end_of_sweep, keys, sample_shape=None, packing="sequence"):
-        self._info = info
-        self._frame = packing == "frame"
-        self._packed = packing == "truncated"
-        self._arrays = arrays
-        self._end_of_sweep = bool(end_of_sweep)
-        self._keys = keys
-        self._value = None
+    def __init__(self, value, num_sequences, num_samples, sweep_end):
+        self._value = value if isinstance(value, Value) else Value(value)
+        self._num_sequences = _count(num_sequences, "MinibatchData: num_sequences")
+        self._num_samples = _count(num_samples, "MinibatchData: num_samples")
+        self._end_of_sweep = bool(sweep_end)
+        self._info = None
+        self._keys = None
+        self._arrays = None
+        self._frame = self._packed = False
+
+    @classmethod
+    def _from_reader(cls, info, arrays, end_of_sweep, keys, sample_shape=None, packing="sequence"):
+        """The MinibatchData of a reader's arrays (cntkio._core) of stream ``info``."""
         if sample_shape is not None and "value" in arrays:
             v = arrays["value"]
             arrays["value"] = v.reshape(v.shape[:-1] + tuple(sample_shape))
+        self = cls.__new__(cls)
+        self._value = Value._from_arrays(arrays, packing)
+        self._num_sequences = arrays["num_sequences"]
+        self._num_samples = arrays["num_samples"]
+        self._end_of_sweep = bool(end_of_sweep)
+        self._info = info
+        self._keys = keys
+        self._arrays = arrays
+        self._frame = packing == "frame"
+        self._packed = packing == "truncated"
+        return self
 
-    num_sequences = property(lambda self: self._arrays["num_sequences"], doc="Sequences in this minibatch.")
-    num_samples = property(lambda self: self._arrays["num_samples"], doc="Samples (not padding) in it.")
+    num_sequences = property(lambda self: self._num_sequences, doc="Sequences in this minibatch.")
+    num_samples = property(lambda self: self._num_samples, doc="Samples (not padding) in it.")
+    number_of_sequences = num_sequences
+    number_of_samples = num_samples
     end_of_sweep = property(lambda self: self._end_of_sweep,
                             doc="Whether the data reaches the end of a sweep or crosses it.")
-    is_sparse = property(lambda self: "value" not in self._arrays, doc="Whether the stream is sparse.")
-    mask = property(lambda self: self._arrays["mask"],
+    sweep_end = end_of_sweep
+    is_sparse = property(lambda self: self._value.is_sparse, doc="Whether the stream is sparse.")
+    mask = property(lambda self: self._value.mask,
                     doc="uint8 array over the padded shape: 2 = a sequence begins, 1 = data, 0 = padding.")
-    lengths = property(lambda self: self._arrays["lengths"], doc="Samples of each sequence (int64).")
-    offsets = property(lambda self: self._arrays["offsets"],
+    lengths = property(lambda self: self._value.lengths, doc="Samples of each sequence (int64).")
+    offsets = property(lambda self: self._value.offsets,
                        doc="Row where each sequence starts in the sample-wise (sparse) matrix; n+1 entries.")
-    zero_copy = property(lambda self: self._arrays["zero_copy"],
+    zero_copy = property(lambda self: bool(self._arrays is not None and self._arrays["zero_copy"]),
                          doc="Whether the array views the reader's buffer instead of a copy.")
-    stream_info = property(lambda self: self._info)
+    stream_info = property(lambda self: self._info, doc="The StreamInformation of a reader's stream (else None).")
 
     @property
     def keys(self):
-        """The sequence keys of the rows (cntkio extension)."""
+        """The sequence keys of the rows (cntkio extension; None for data made by a user source)."""
+        if self._arrays is None:
+            return None
         entries = self._arrays["layout"][2]
         return [self._keys[int(i)] for i in entries[:, 0]]
 
     @property
     def layout(self):
         """(num_parallel, num_time_steps, entries): CNTK's packing of this stream; entries[i] = (sequence index,
-        row, t_begin, t_end) of row i of the array (cntkio extension)."""
-        return self._arrays["layout"]
+        row, t_begin, t_end) of row i of the array (cntkio extension; None for data made by a user source)."""
+        return None if self._arrays is None else self._arrays["layout"]
 
     @property
     def data(self):
-        """The array (see asarray())."""
-        return self.asarray()
+        """The Value (cntk.Value's counterpart) holding the data."""
+        return self._value
 
     @property
     def shape(self):
         """Shape of the (padded) data: ``asarray().shape`` for dense, the same logical shape for sparse."""
-        if not self.is_sparse:
-            return self._arrays["value"].shape
-        dim = (self._arrays["dim"],)
-        if self._frame:
-            return (self.num_samples,) + dim
-        return self._arrays["mask"].shape + dim
+        return self._value.shape
 
     def asarray(self):
         """The data: a NumPy array (dense) or a scipy.sparse.csr_matrix with one row per sample (sparse)."""
-        if self._value is None:
-            if self.is_sparse:
-                import scipy.sparse
-
-                a = self._arrays
-                self._value = scipy.sparse.csr_matrix((a["data"], a["indices"], a["indptr"]),
-                                                      shape=(len(a["indptr"]) - 1, a["dim"]), copy=False)
-            else:
-                self._value = self._arrays["value"]
-        return self._value
+        return self._value.asarray()
 
     def as_sequences(self, variable=None):
         """A list with one array per sequence, padding removed: ``[length, *shape]`` NumPy arrays, or
         csr_matrix slices for sparse streams."""
-        value = self.asarray()
-        if self.is_sparse:
-            offsets = self._arrays["offsets"]
-            return [value[int(offsets[i]):int(offsets[i + 1])] for i in range(len(offsets) - 1)]
-        if self._frame:
-            return [value[i:i + 1] for i in range(len(value))]
-        lengths = self._arrays["lengths"]
-        if self._packed:  # rows are slots; a sequence is the part of its slot inside this minibatch
-            entries = self._arrays["layout"][2]
-            return [value[int(row), max(int(tb), 0):max(int(tb), 0) + int(n)]
-                    for (_, row, tb, _), n in zip(entries, lengths)]
-        return [value[i, :int(lengths[i])] for i in range(len(value))]
+        return self._value.as_sequences(variable)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._value.__array__(dtype, copy)
 
     def __len__(self):
         return self.num_sequences
 
     def __repr__(self):
         return "MinibatchData(%s, num_sequences=%d, num_samples=%d, shape=%r, end_of_sweep=%s)" % (
-            self._info.name, self.num_sequences, self.num_samples, self.shape, self.end_of_sweep)
+            self._info.name if self._info is not None else "-", self.num_sequences, self.num_samples, self.shape,
+            self.end_of_sweep)
 
 
 class MinibatchDict(dict):
@@ -202,7 +252,7 @@ class MinibatchSource:
         randomization_seed: seed of sweep 0; sweep k uses seed + k.
         trace_level: 0 errors, 1 warnings, 2 info (TraceLevel).
         multithreaded_deserializer: None (auto), True or False; results never depend on it.
-        frame_mode: every sample is its own sequence; arrays are ``[samples, *shape]``.
+        frame_mode: every sample is its own sequence; dense arrays are ``[samples, 1, *shape]`` (as CNTK's).
         truncation_length: truncated BPTT with this many steps per slot (0: off).
         randomize: False reads in file order (both windows become 0).
         max_errors: malformed sequences to skip before failing.
@@ -247,6 +297,23 @@ class MinibatchSource:
             shapes.update(d.sample_shapes)
         self._spec = spec
         self._setup(lambda: _core.Reader.from_spec(spec), max_samples, max_sweeps, shapes)
+        for d in deserializers:
+            self._check_declared_streams(getattr(d, "declared_streams", {}), d.type)
+
+    def _check_declared_streams(self, declared, what):
+        """ValueError when a stream's dimension or storage given to a deserializer that takes them from the file
+        (CBF) differs from the file's."""
+        for name, (dim, sparse) in declared.items():
+            found = [i for i in self._infos if i.name == name]
+            if not found:
+                raise ValueError("%s: the file has no stream '%s' (streams: %s)"
+                                 % (what, name, ", ".join(i.name for i in self._infos)))
+            info = found[0]
+            if dim is not None and int(np.prod(info.shape)) != dim:
+                raise ValueError("%s: stream '%s' has dimension %d in the file, not %d as given"
+                                 % (what, name, int(np.prod(info.shape)), dim))
+            if sparse and not info.is_sparse:
+                raise ValueError("%s: stream '%s' is dense in the file, not sparse as given" % (what, name))
 
     @property
     def config_text(self):
@@ -280,8 +347,9 @@ class MinibatchSource:
         self._shapes = shapes
         self._mode = None  # "v1" or "v2" once reading
         self._packing = self._reader.packing  # "sequence", "frame" or "truncated"
-        self._infos = [StreamInformation(s["name"], s["id"], s["storage"], s["dtype"], shapes.get(s["name"], s["shape"]),
-                                         s["alias"], s["defines_mb_size"]) for s in self._reader.streams()]
+        self._infos = [StreamInformation(s["name"], s["id"], s["storage"], s["dtype"],
+                                         shapes.get(s["name"], s["shape"]), s["defines_mb_size"], alias=s["alias"])
+                       for s in self._reader.streams()]
         self._streams = None
         self._skips_reported = False
         self._skips_due = False  # a sweep ended: check before the next read
@@ -343,7 +411,9 @@ class MinibatchSource:
                        partition_index=None):
         """The next minibatch of about ``minibatch_size_in_samples`` samples (for this partition: its share of
         them) as a dict StreamInformation → MinibatchData, or mapped through ``input_map`` (key → stream);
-        an empty dict once max_samples/max_sweeps are reached. ``device`` is accepted and ignored."""
+        an empty dict once max_samples/max_sweeps are reached. ``device``: None; another value is ignored with a
+        DeviceIgnoredWarning (the arrays are in host memory)."""
+        _warn_device(device, "MinibatchSource.next_minibatch")
         size = _count(minibatch_size_in_samples, "minibatch_size_in_samples", allow_zero=False)
         partitions = 1 if num_data_partitions is None else _count(num_data_partitions, "num_data_partitions",
                                                                   allow_zero=False)
@@ -386,7 +456,8 @@ class MinibatchSource:
         result = MinibatchDict()
         for i, info in enumerate(self._infos):
             shape = self._shapes.get(info.name)
-            result[info] = MinibatchData(info, batch.stream(i), batch.end_of_sweep, keys, shape, self._packing)
+            result[info] = MinibatchData._from_reader(info, batch.stream(i), batch.end_of_sweep, keys, shape,
+                                                      self._packing)
         return result
 
     # -- checkpoints

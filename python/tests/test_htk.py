@@ -149,11 +149,11 @@ def test_frame_mode_delivers_every_frame_with_its_label(corpus):
     assert [i.name for i in source.stream_infos()] == ["features", "labels"]
     assert source.streams.features.shape == (DIM,) and source.streams.labels.is_sparse
     batches = read_sweep(source, 17)
-    features = np.concatenate([mb["features"].asarray() for mb in batches])
+    features = np.concatenate([mb["features"].asarray()[:, 0] for mb in batches])
     labels = np.concatenate([mb["labels"].asarray().toarray() for mb in batches])
     assert np.array_equal(features, np.concatenate([corpus.frames[k] for k in corpus.keys]))
     assert np.array_equal(labels, np.concatenate([corpus.one_hot(k) for k in corpus.keys]))
-    assert all(mb["features"].asarray().ndim == 2 for mb in batches)
+    assert all(mb["features"].asarray().shape[1:] == (1, DIM) for mb in batches)
     assert batches[-1]["features"].end_of_sweep and not batches[0]["features"].end_of_sweep
 
 
@@ -210,7 +210,7 @@ def test_context_window_concatenates_neighbour_frames(corpus, left, right):
 
 def test_context_window_in_frame_mode_stays_inside_the_utterance(corpus):
     source = corpus.source(features=corpus.features(context=(2, 2)), frame_mode=True)
-    got = np.concatenate([mb["features"].asarray() for mb in read_sweep(source, 9)])
+    got = np.concatenate([mb["features"].asarray()[:, 0] for mb in read_sweep(source, 9)])
     assert np.array_equal(got, np.concatenate([context_frames(corpus.frames[k], 2, 2) for k in corpus.keys]))
 
 
@@ -257,7 +257,7 @@ def test_broadcast_repeats_the_single_frame_over_the_utterance(corpus, frame_mod
     assert [i.name for i in source.stream_infos()] == ["features", "ivector", "labels"]
     batches = read_sweep(source, 16)
     if frame_mode:
-        got = np.concatenate([mb["ivector"].asarray() for mb in batches])
+        got = np.concatenate([mb["ivector"].asarray()[:, 0] for mb in batches])
         expected = np.concatenate([np.repeat(vectors[k], len(corpus.frames[k]), 0) for k in corpus.keys])
         assert np.array_equal(got, expected)
     else:

@@ -116,8 +116,8 @@ def test_randomized_images_are_read_in_frame_mode_and_reproducibly(images):
             mb = source.next_minibatch(4)
             if not mb:
                 return arrays
-            assert mb["features"].asarray().ndim == 4  # [samples, 3, H, W]
-            arrays.extend(mb["features"].asarray())
+            assert mb["features"].asarray().ndim == 5  # [samples, 1, 3, H, W], as CNTK's Value in frame mode
+            arrays.extend(mb["features"].asarray()[:, 0])
 
     def order(arrays):
         return [next(i for i in range(6) if np.array_equal(a, images.chw(i))) for a in arrays]
@@ -125,6 +125,15 @@ def test_randomized_images_are_read_in_frame_mode_and_reproducibly(images):
     assert sorted(order(read(1))) == list(range(6))
     assert order(read(1)) == order(read(1))
     assert order(read(1)) != order(read(2))
+
+
+def test_arrays_have_the_same_rank_with_and_without_randomization(images):
+    """A lone randomized image deserializer is read in frame mode, an unrandomized one in sequence mode: CNTK's
+    Value has the sequence axis either way, so the same code gets [samples, 1, 3, H, W] from both."""
+    for randomize in (False, True):
+        mb = images.source(randomize=randomize).next_minibatch(4)
+        assert mb["features"].asarray().shape == (4, 1, 3, H, W) and mb["features"].mask.shape == (4, 1)
+        assert mb["labels"].shape == (4, 1, CLASSES)
 
 
 def test_base64_map_reads_the_same_pixels(images):
@@ -390,7 +399,7 @@ def test_torch_items_of_transformed_images_hold_their_pixels(images, monkeypatch
         for key in want:
             assert torch.equal(got[key], want[key]), key
     mb = images.source([T.scale(width=4, height=3, channels=3)], randomize=True).next_minibatch(4)
-    assert np.array_equal(items[0]["features"].numpy(), mb["features"].asarray())
+    assert np.array_equal(items[0]["features"].numpy(), mb["features"].asarray()[:, 0])  # torch items: no axis 1
 
 
 # --------------------------------------------------------------------------------------------------------

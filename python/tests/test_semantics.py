@@ -164,11 +164,13 @@ def test_frame_mode_gives_samples_by_shape(tmp_path):
     source = ctf_source(path, randomize=False, frame_mode=True, max_sweeps=1)
     mb = source.next_minibatch(4)
     f, l = mb["features"], mb["labels"]
-    assert f.shape == (4, 2) and f.asarray()[:, 0].tolist() == [0, 1, 2, 3]
-    assert f.mask.shape == (4, 1) and (f.mask == 2).all()
-    assert l.shape == (4, 5) and l.asarray().toarray()[:, :4].tolist() == np.diag([1, 2, 3, 4]).tolist()
+    # CNTK's Value keeps the sequence axis: [samples, 1, *shape], mask [samples, 1]
+    assert f.shape == (4, 1, 2) and f.asarray().shape == (4, 1, 2) and f.asarray()[:, 0, 0].tolist() == [0, 1, 2, 3]
+    assert f.mask.shape == (4, 1) and (f.mask == 2).all() and f.data.masked_count() == 0
+    assert l.shape == (4, 1, 5) and l.asarray().shape == (4, 5)  # sparse: one csr row per sample
+    assert l.asarray().toarray()[:, :4].tolist() == np.diag([1, 2, 3, 4]).tolist()
     assert [s.shape for s in f.as_sequences()] == [(1, 2)] * 4
-    assert source.next_minibatch(4)["features"].shape == (2, 2)
+    assert source.next_minibatch(4)["features"].shape == (2, 1, 2)
     with pytest.raises(ValueError, match="mutually exclusive"):
         ctf_source(path, frame_mode=True, truncation_length=2)
 
