@@ -40,7 +40,10 @@ using HtkLogSink = std::function<void(int level, std::string_view line)>;
 struct HtkFeatureOptions {
   std::string name;      ///< stream name (the `input` record's name), required
   std::string scp_file;  ///< the SCP list [scpFile], required
-  size_t dim = 0;        ///< per-frame dim, or the whole window's dim when inferred [dim]
+  /// Further SCP lists, read after scp_file as one list (cntk.io's `StreamDef(scp=[a, b])`); each resolves
+  /// `...` against its own folder. A config has one [scpFile].
+  std::vector<std::string> more_scp_files;
+  size_t dim = 0;  ///< per-frame dim, or the whole window's dim when inferred [dim]
   /// Frames before/after the centre [contextWindow]; 0/0 = infer the window from dim / file dim.
   size_t left_context = 0;
   size_t right_context = 0;        ///< see left_context

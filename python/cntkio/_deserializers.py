@@ -293,7 +293,9 @@ def HTKFeatureDeserializer(streams):
     ``streams`` maps stream names to ``StreamDef(scp=..., shape=..., context=(left, right), broadcast=...,
     defines_mb_size=...)``:
 
-    * ``scp``: the SCP file (one per stream, as in CNTK; a list must hold exactly one file);
+    * ``scp``: the SCP file, or a list of SCP files read one after another as one list (each resolves
+      ``...`` against its own folder; a key listed twice, in one file or across files, is dropped as CNTK
+      drops duplicates);
     * ``shape``: the dimension. With ``context`` given, each sample holds ``shape * (1 + left + right)``
       values: the frames ``t-left .. t+right`` of its utterance, edge frames repeated. Without it (or with
       ``(0, 0)``) the window is inferred: ``shape`` must be an odd multiple of the files' dimension;
@@ -320,12 +322,11 @@ def HTKFeatureDeserializer(streams):
                                                                 "defines_mb_size", "max_sequence_length"),
                             {"is_sparse": " (features are dense)"})
         scp = s["scp"]
-        if isinstance(scp, (list, tuple)):
-            if len(scp) != 1:
-                raise ValueError("HTKFeatureDeserializer: stream '%s' has %d scp files; CNTK reads one scp file per "
-                                 "stream (use one deserializer per file list, or concatenate the lists)"
-                                 % (name, len(scp)))
-            scp = scp[0]
+        more_scp = []
+        if isinstance(scp, (list, tuple)):  # several lists: read one after another, as one list
+            if not scp:
+                raise ValueError("HTKFeatureDeserializer: stream '%s' has an empty list of scp files" % name)
+            scp, more_scp = scp[0], list(scp[1:])
         dim, _ = _dimension(s.get("dim"), name)
         context = s.get("context")
         if context is None:
@@ -339,6 +340,7 @@ def HTKFeatureDeserializer(streams):
             left = _count(left, "HTKFeatureDeserializer: stream '%s' left context" % name)
             right = _count(right, "HTKFeatureDeserializer: stream '%s' right context" % name)
         options = _new(_core.HtkFeatureOptions, scp_file=_text(scp, "HTKFeatureDeserializer: stream %s scp" % name),
+                       more_scp_files=[_text(m, "HTKFeatureDeserializer: stream %s scp" % name) for m in more_scp],
                        dim=dim, left_context=left, right_context=right, expand_to_utterance=bool(s.get("broadcast")),
                        name=_stream_name(name, "HTKFeatureDeserializer: stream name"),
                        defines_mb_size=bool(s.get("defines_mb_size")))
@@ -770,6 +772,9 @@ def _section_text(spec):
                 "%s = [ alias = %s ]" % (name, _config_string(alias, "CBFDeserializer: stream %s field" % name))
                 for alias, name in o.renames))
     elif isinstance(o, _core.HtkFeatureOptions):
+        if o.more_scp_files:
+            raise ValueError("HTKFeatureDeserializer: stream %s reads %d scp files; CNTK's config language has one "
+                             "scpFile per stream" % (o.name, 1 + len(o.more_scp_files)))
         fields = ["scpFile = %s" % _config_string(o.scp_file, "HTKFeatureDeserializer: stream %s scp" % o.name),
                   "dim = %d" % o.dim, "contextWindow = %d:%d" % (o.left_context, o.right_context),
                   "expandToUtterance = %s" % _flag(o.expand_to_utterance)]

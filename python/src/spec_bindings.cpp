@@ -102,6 +102,7 @@ void bind_deserializer_options(py::module_& m) {
                                  "Options of an HTKFeatureDeserializer: one stream (cntkio/htk.hpp).")
       .def_readwrite("name", &HtkFeatureOptions::name)
       .def_readwrite("scp_file", &HtkFeatureOptions::scp_file)
+      .def_readwrite("more_scp_files", &HtkFeatureOptions::more_scp_files)
       .def_readwrite("dim", &HtkFeatureOptions::dim)
       .def_readwrite("left_context", &HtkFeatureOptions::left_context)
       .def_readwrite("right_context", &HtkFeatureOptions::right_context)

@@ -308,11 +308,37 @@ def test_defines_mb_size_counts_only_that_streams_frames(corpus, tmp_path):
     assert sequences_per_minibatch(True) == [2] * 3
 
 
-def test_scp_as_a_one_element_list_and_refusal_of_several(corpus):
+def test_scp_as_a_one_element_list(corpus):
     d = cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(features=cntkio.StreamDef(scp=[str(corpus.scp)], shape=DIM)))
     assert d.config_text() == corpus.features().config_text()
-    with pytest.raises(ValueError, match="one scp file per stream"):
-        cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(f=cntkio.StreamDef(scp=[str(corpus.scp)] * 2, shape=DIM)))
+
+
+def test_several_scp_files_of_one_stream_read_as_one_list(corpus, tmp_path):
+    lines = corpus.scp.read_text().splitlines()
+    parts = [tmp_path / "part1.scp", tmp_path / "more" / "part2.scp", tmp_path / "part3.scp"]
+    parts[1].parent.mkdir()
+    for part, chunk in zip(parts, (lines[:3], lines[3:5], lines[5:])):
+        part.write_text("\n".join(chunk) + "\n")
+    several = cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(
+        features=cntkio.StreamDef(scp=[str(p) for p in parts], shape=DIM)))
+    for settings in (dict(), dict(randomize=True, randomization_seed=3), dict(frame_mode=True)):
+        expected = read_sweep(corpus.source(**settings), 13)
+        got = read_sweep(corpus.source(features=several, **settings), 13)
+        assert [mb["features"].keys for mb in got] == [mb["features"].keys for mb in expected]
+        for a, b in zip(got, expected):
+            np.testing.assert_array_equal(a["features"].asarray(), b["features"].asarray())
+            assert (a["labels"].asarray() != b["labels"].asarray()).nnz == 0
+    with pytest.raises(ValueError, match="one scpFile per stream"):
+        several.config_text()
+
+
+def test_a_bad_line_in_a_later_scp_file_names_that_file(corpus, tmp_path):
+    bad = tmp_path / "bad.scp"
+    bad.write_text("broken line without an equals sign [\n")
+    with pytest.raises(cntkio.FormatError) as caught:
+        corpus.source(features=cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(
+            features=cntkio.StreamDef(scp=[str(corpus.scp), str(bad)], shape=DIM))))
+    assert caught.value.file == str(bad) and caught.value.line == 1
 
 
 def test_cntk_io_argument_checks(corpus):

@@ -128,9 +128,17 @@ def test_max_sequence_length_leaves_longer_utterances_out(tmp_path):
     assert "maxSequenceSize" not in default.config_text()  # 65535, the default: no limit, as in cntk.io
 
 
-def test_several_scp_files_for_one_stream_are_refused_naming_the_stream(tmp_path):
-    with pytest.raises(ValueError, match="'f' has 2 scp files"):
-        cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(f=cntkio.StreamDef(scp=["a.scp", "b.scp"], shape=3)))
+def test_an_empty_scp_list_is_refused_naming_the_stream():
+    with pytest.raises(ValueError, match="stream 'f' has an empty list of scp files"):
+        cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(f=cntkio.StreamDef(scp=[], shape=3)))
+
+
+def test_a_missing_later_scp_file_is_an_oserror_naming_it(tmp_path):
+    first = tmp_path / "a.scp"
+    first.write_text("")
+    with pytest.raises(OSError, match="b.scp"):
+        cntkio.MinibatchSource(cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(
+            f=cntkio.StreamDef(scp=[str(first), str(tmp_path / "b.scp")], shape=3))))
 
 
 def test_a_transform_key_the_transform_does_not_read_warns_naming_it():

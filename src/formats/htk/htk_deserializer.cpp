@@ -25,6 +25,7 @@ struct Utterance {
   uint32_t path = 0;   // index into paths_
   uint32_t first = 0;  // first frame in the file
   uint32_t frames = 0;
+  uint32_t scp_file = 0;  // which SCP list: 0 = scp_file, then more_scp_files
   uint64_t scp_line = 0;
   uint32_t chunk = 0;
   uint32_t index_in_chunk = 0;  // utterance index inside its chunk
@@ -125,7 +126,8 @@ class HtkFeatureDeserializer final : public Deserializer {
       : options_(options), logger_(options.trace_level, core::sink_from_options(options.log_sink)) {
     if (!options_.keys) options_.keys = std::make_shared<KeyTable>(KeyMode::kString);
     if (options_.name.empty()) throw ConfigError("An HTK feature stream needs a name.", "input");
-    if (options_.scp_file.empty()) {
+    if (options_.scp_file.empty() || std::find(options_.more_scp_files.begin(), options_.more_scp_files.end(),
+                                               "") != options_.more_scp_files.end()) {
       throw ConfigError("HTK feature stream '" + options_.name + "' needs an 'scpFile'.",
                         "input." + options_.name + ".scpFile");
     }
@@ -303,9 +305,11 @@ class HtkFeatureDeserializer final : public Deserializer {
 
   std::vector<std::string> describe() const override {
     const HtkFeatureSummary s = summary();
-    std::string text = "HTK features from " + options_.scp_file + ": " + std::to_string(s.utterances) +
-                       " utterances, " + std::to_string(s.frames) + " frames, " + std::to_string(s.chunks) +
-                       " chunk(s), " + s.kind + " with " + std::to_string(s.file_dim) + " values a frame";
+    std::string lists = options_.scp_file;
+    for (const std::string& more : options_.more_scp_files) lists += ", " + more;
+    std::string text = "HTK features from " + lists + ": " + std::to_string(s.utterances) + " utterances, " +
+                       std::to_string(s.frames) + " frames, " + std::to_string(s.chunks) + " chunk(s), " +
+                       s.kind + " with " + std::to_string(s.file_dim) + " values a frame";
     if (s.left_context + s.right_context > 0) {
       text += ", context " + std::to_string(s.left_context) + ":" + std::to_string(s.right_context) + " (" +
               std::to_string(s.output_dim) + " values a sample)";
@@ -355,26 +359,30 @@ class HtkFeatureDeserializer final : public Deserializer {
     return chunks_[chunk_id];
   }
 
+  const std::string& scp_path(uint32_t index) const {
+    return index == 0 ? options_.scp_file : options_.more_scp_files[index - 1];
+  }
+
   SourceLocation scp_location(const Utterance& utt) const {
     SourceLocation where;
-    where.file = options_.scp_file;
+    where.file = scp_path(utt.scp_file);
     where.line = utt.scp_line;
     where.sequence_key = options_.keys->key_of(utt.id);
     return where;
   }
 
-  // SCP scan, filtering, de-duplication and chunking (spec §3.4, §5).
-  void index_utterances() {
-    std::vector<htk::ScpEntry> entries = htk::read_scp_file(options_.scp_file, options_.prefix_path_in_scp);
-    std::unordered_map<std::string, uint32_t> path_ids;
-    std::unordered_map<uint64_t, size_t> occurrences;
-    std::vector<Utterance> candidates;
-    candidates.reserve(entries.size());
+  // Appends the entries of SCP list `list` (0: scp_file) to `candidates` (spec §3.4).
+  void add_scp_entries(uint32_t list, std::unordered_map<std::string, uint32_t>& path_ids,
+                       std::unordered_map<uint64_t, size_t>& occurrences,
+                       std::vector<Utterance>& candidates) {
+    const std::string& scp = scp_path(list);
+    std::vector<htk::ScpEntry> entries = htk::read_scp_file(scp, options_.prefix_path_in_scp);
+    candidates.reserve(candidates.size() + entries.size());
     for (const htk::ScpEntry& e : entries) {
       const uint64_t frames = static_cast<uint64_t>(e.last) - e.first + 1;
       if (options_.expand_to_utterance && frames != 1) {
         SourceLocation where;
-        where.file = options_.scp_file;
+        where.file = scp;
         where.line = e.line;
         throw FormatError("Expanded stream should only contain sequences of length 1, utterance '" + e.key +
                               "' has " + std::to_string(frames),
@@ -389,8 +397,19 @@ class HtkFeatureDeserializer final : public Deserializer {
       u.first = e.first;
       u.frames = static_cast<uint32_t>(frames);
       u.scp_line = e.line;
+      u.scp_file = list;
       ++occurrences[u.id];
       candidates.push_back(u);
+    }
+  }
+
+  // SCP scan, filtering, de-duplication and chunking (spec §3.4, §5).
+  void index_utterances() {
+    std::unordered_map<std::string, uint32_t> path_ids;
+    std::unordered_map<uint64_t, size_t> occurrences;
+    std::vector<Utterance> candidates;
+    for (uint32_t list = 0; list <= options_.more_scp_files.size(); ++list) {
+      add_scp_entries(list, path_ids, occurrences, candidates);
     }
     for (const auto& [id, count] : occurrences) {
       if (count > 1) duplicates_ += count;
@@ -407,7 +426,11 @@ class HtkFeatureDeserializer final : public Deserializer {
     if (utterances_.empty()) {
       SourceLocation where;
       where.file = options_.scp_file;
-      throw FormatError("HTKDeserializer: No utterances to process.", where);
+      const std::string more =
+          options_.more_scp_files.empty()
+              ? std::string()
+              : " (nor in the " + std::to_string(options_.more_scp_files.size()) + " SCP list(s) after it)";
+      throw FormatError("HTKDeserializer: No utterances to process." + more, where);
     }
     for (size_t i = 0; i < utterances_.size(); ++i) {
       if (chunks_.empty() || chunks_.back().frames > kChunkFrames) {
