@@ -61,7 +61,7 @@ from ._source import (
     merge_checkpoint_states,
 )
 from ._user_deserializer import UserDeserializer
-from ._ctf_text import sequence_to_cntk_text_format
+from ._ctf_text import _is_tensor, sequence_to_cntk_text_format  # noqa: F401 -- cntk.io had _is_tensor too
 from ._value import DeviceIgnoredWarning, Value
 from ._user_source import MinibatchSourceFromData, UserMinibatchSource
 from . import transforms, typing

@@ -4,3 +4,4 @@
 from cntkio import *  # noqa: F401,F403
 from cntkio import __all__  # noqa: F401
 from cntkio import transforms  # noqa: F401
+from cntkio._ctf_text import _is_tensor  # noqa: F401 -- cntk.io's tests import it from cntk.io

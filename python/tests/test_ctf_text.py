@@ -84,3 +84,9 @@ def test_text_reads_back_through_the_ctf_deserializer(tmp_path):
             for k, v in sample.items():
                 dense[t, k] = v
         assert np.array_equal(got.toarray(), dense)
+
+
+def test_is_tensor_is_importable_where_cntk_io_had_it():
+    from cntkio.io import _is_tensor as from_io
+
+    assert from_io is _is_tensor and cntkio._is_tensor is _is_tensor
