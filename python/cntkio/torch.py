@@ -275,7 +275,10 @@ class MinibatchDataset(IterableDataset):
             else:
                 item = self._tensors(source._wrap(batch), _WorkerItem() if in_worker else {})
                 if self.as_indices:
-                    _class_indices(item, None, self.as_indices, batch)
+                    arrays = {key: tensor.numpy() for key, tensor in item.items()}
+                    _class_indices(arrays, None, self.as_indices, batch)
+                    item.clear()
+                    item.update((key, torch.from_numpy(array)) for key, array in arrays.items())
             batch = None  # frees the packed minibatch now (the item holds a copy) unless tensors view it
             if self.emit_state:
                 item[_STATE_KEY] = (partition, partitions, epoch, reader.state())
@@ -304,10 +307,12 @@ class MinibatchDataset(IterableDataset):
             entries = [(key, dtype, shape[:-1] + tuple(shapes[key]), offset, nbytes)  # multi-dimensional samples
                        if key in shapes and key in source.streams and not source.streams[key].is_sparse
                        else (key, dtype, shape, offset, nbytes) for key, dtype, shape, offset, nbytes in entries]
-        for key, dtype, shape, offset, nbytes in entries:
-            out[key] = torch.from_numpy(view[offset:offset + nbytes].view(dtype).reshape(shape))
+        arrays = {key: view[offset:offset + nbytes].view(dtype).reshape(shape)
+                  for key, dtype, shape, offset, nbytes in entries}
         if self.as_indices:
-            entries = _class_indices(out, entries, self.as_indices, batch)
+            entries = _class_indices(arrays, entries, self.as_indices, batch)
+        for key, array in arrays.items():
+            out[key] = torch.from_numpy(array)
         if pool is not None:
             pool.prepare(out, entries)
         return out
@@ -375,31 +380,40 @@ def _check_as_indices(as_indices, sparse):
     return {name: int(pad) for name, pad in as_indices.items()}
 
 
-def _class_indices(item, entries, as_indices, batch):
+def _class_indices(arrays, entries, as_indices, batch):
     """Replaces the padded indices and values of the one-hot streams `as_indices` names by their class indices
-    (a view of the same memory), in `item` and in its `entries` (None: there are none); returns the entries."""
+    (a view of the same memory), in `arrays` (name -> NumPy array) and in their `entries` (None: there are
+    none); returns the entries."""
     for name, pad in as_indices.items():
-        indices, values = item[name], item.pop(name + "_values")
-        mask = item.get(name + "_mask")  # none in frame mode: every row is a sample
-        bad = (indices[..., 0] < 0) | (values[..., 0] != 1)
-        if indices.shape[-1] > 1:
-            bad |= indices[..., 1] >= 0
-        if mask is not None:
-            bad &= mask != 0
-        if bool(bad.any()):
-            where = bad.nonzero()[0].tolist()
-            row = where[0]
-            step = "" if mask is None else " at step %d" % where[1]
-            raise ValueError("cntkio.torch: as_indices: sample%s of sequence %r in stream %r is not one-hot (one "
-                             "index with value 1)" % (step, batch.keys[row], name))
-        classes = indices.view(indices.shape[:-1])
+        indices, values = arrays[name], arrays.pop(name + "_values")
+        mask = arrays.get(name + "_mask")  # none in frame mode: every row is a sample
+        samples = indices.shape[0] if mask is None else np.count_nonzero(mask)
+        ones = values[..., 0] == 1
+        # Padding holds value 0, so `samples` ones mean that every sample has a 1 in its first entry (whose index
+        # is then >= 0); a single entry per sample is the rest of one-hot.
+        if indices.shape[-1] != 1 or np.count_nonzero(ones) != samples:
+            _not_one_hot(name, indices, values, mask, batch)
+        classes = indices.reshape(indices.shape[:-1])
         if mask is not None and pad != -1:
-            classes.masked_fill_(mask == 0, pad)
-        item[name] = classes
-        if entries is not None:
-            entries = [(key, dtype, shape[:-1] if key == name else shape, offset, nbytes)
-                       for key, dtype, shape, offset, nbytes in entries if key != name + "_values"]
+            np.putmask(classes, ~ones, pad)
+        arrays[name] = classes
+    if entries is not None:
+        values = {name + "_values" for name in as_indices}
+        entries = [(key, dtype, shape[:-1] if key in as_indices else shape, offset, nbytes)
+                   for key, dtype, shape, offset, nbytes in entries if key not in values]
     return entries
+
+
+def _not_one_hot(name, indices, values, mask, batch):
+    bad = (indices[..., 0] < 0) | (values[..., 0] != 1)
+    if indices.shape[-1] > 1:
+        bad |= indices[..., 1] >= 0
+    if mask is not None:
+        bad &= mask != 0
+    where = np.argwhere(bad)[0].tolist()
+    step = "" if mask is None else " at step %d" % where[1]
+    raise ValueError("cntkio.torch: as_indices: sample%s of sequence %r in stream %r is not one-hot (one index "
+                     "with value 1)" % (step, batch.keys[where[0]], name))
 
 
 # -- sending items from DataLoader workers
