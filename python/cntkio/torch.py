@@ -12,13 +12,15 @@ Each item is one minibatch, a dict of tensors per stream ``name``:
   like a dense stream (an index repeated within a sample keeps its last value, as CNTK's sparse-to-dense
   packing does). ``sparse="csr"``: ``torch.sparse_csr_tensor`` ``[samples, dim]`` plus
   ``name + "_offsets"`` (sequence i = rows offsets[i]:offsets[i+1]); only with ``num_workers=0`` (PyTorch 1.13
-  cannot pass CSR tensors between processes).
+  cannot pass CSR tensors between processes). ``as_indices={name: padding}``: a one-hot stream as int64 class
+  indices ``[sequences, max_length]`` (frame mode ``[samples]``), ``padding`` past each sequence's end.
 
 Work is split across DataLoader workers and torch.distributed ranks: the data is read as
 ``world_size × num_workers`` partitions and worker ``w`` of rank ``r`` reads partition ``r × num_workers + w``
 (cntk.io's num_data_partitions / partition_index), so each sequence of an epoch is read exactly once across all
 of them. Use ``DataLoader(dataset, batch_size=None, num_workers=N)`` (or ``MinibatchLoader``), since items
-already are minibatches. ``minibatch_size`` is the number of samples of each item.
+already are minibatches. ``minibatch_size`` is the number of samples of each item. ``MinibatchLoader``'s workers
+send several minibatches per DataLoader item (up to 16, 1 MiB) and the loader hands them out one by one.
 
 An epoch is one sweep over the data (or ``epoch_size`` samples): iteration ``k`` reads epoch k of the endless,
 sweep-by-sweep re-randomized stream. Call ``set_epoch(k)`` before each epoch when the DataLoader starts new
