@@ -901,18 +901,19 @@ class _GroupedDataset(IterableDataset):
     """What MinibatchLoader hands its DataLoader: the dataset's items, in a worker process sent several at a time
     (a _WorkerGroup of up to GROUP_BYTES or _GROUP_ITEMS); other attributes are the dataset's."""
 
-    def __init__(self, dataset):
+    def __init__(self, dataset, group):
         super().__init__()
         self.dataset = dataset
+        self.group = group
 
     def __getattr__(self, name):
-        if name == "dataset":  # not set yet (while unpickling)
+        if name in ("dataset", "group"):  # not set yet (while unpickling)
             raise AttributeError(name)
         return getattr(self.dataset, name)
 
     def __iter__(self):
         items = iter(self.dataset)
-        if get_worker_info() is None:
+        if get_worker_info() is None or not self.group:
             yield from items
             return
         _worker_pool().max_segments = _MAX_SEGMENTS * _GROUP_ITEMS
@@ -939,9 +940,10 @@ class MinibatchLoader(DataLoader):
         if num_workers > 0:
             kwargs.setdefault("prefetch_factor", PREFETCH_FACTOR)
         # Items are tensors already: PyTorch's default_convert would only walk and copy every dict (twice per
-        # item with workers, about 15 µs each time).
+        # item with workers, about 15 µs each time). A collate_fn of the caller's sees single minibatches.
+        group = "collate_fn" not in kwargs
         kwargs.setdefault("collate_fn", _as_is)
-        super().__init__(_GroupedDataset(dataset), batch_size=None, num_workers=num_workers, **kwargs)
+        super().__init__(_GroupedDataset(dataset, group), batch_size=None, num_workers=num_workers, **kwargs)
 
     def __iter__(self):
         dataset = self.dataset.dataset

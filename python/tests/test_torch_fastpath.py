@@ -225,3 +225,20 @@ def test_minibatch_loader_exposes_the_dataset_state(data):
     loader = cntkio.torch.MinibatchLoader(dataset, num_workers=0)
     next(iter(loader))
     assert loader.dataset.state_dict() == dataset.state_dict() and dataset.state_dict()["states"]
+
+
+def mark(item):
+    """A collate_fn that needs one minibatch (a dict)."""
+    item["collated"] = torch.ones(1)
+    return item
+
+
+def test_a_collate_fn_of_the_caller_gets_single_minibatches(data):
+    factory = functools.partial(make_source, data)
+    got = list(cntkio.torch.MinibatchLoader(cntkio.torch.MinibatchDataset(factory, 4), num_workers=1,
+                                            collate_fn=mark))
+    expected = list(cntkio.torch.MinibatchDataset(factory, 4))
+    assert len(got) == len(expected) > cntkio.torch._GROUP_ITEMS
+    for item, want in zip(got, expected):
+        assert item.pop("collated").tolist() == [1.0]
+        same_items([item], [want])
