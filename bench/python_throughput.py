@@ -115,8 +115,9 @@ def write_config(path, data, streams, chunk_mib):
                        for name, field, dim, sparse in streams)
     chunk = "  chunkSizeInBytes = %d\n" % (chunk_mib << 20) if chunk_mib else ""
     with open(path, "w") as out:
-        out.write('Random = [ reader = [\n randomize = true\n deserializers = ( [\n  type = CNTKTextFormatDeserializer\n'
-                  '  file = "%s"\n%s  input = [\n%s ]\n ] ) ] ]\n' % (data, chunk, inputs))
+        out.write('Random = [ reader = [\n randomize = true\n deserializers = ( [\n'
+                  '  type = CNTKTextFormatDeserializer\n  file = "%s"\n%s  input = [\n%s ]\n ] ) ] ]\n'
+                  % (data, chunk, inputs))
 
 
 def config_source(config):
