@@ -1,28 +1,36 @@
 #!/usr/bin/python3
-"""Samples/s through cntkio.torch.MinibatchDataset with a torch DataLoader (2 worker processes) against the
-C++ figure of `cntkio bench` for the same data and reader config.
+"""Samples/s through cntkio.torch (in process and with a DataLoader's 2 worker processes) against the C++
+figure of `cntkio bench` for the same data and reader config, on four shapes of data.
 
-Data: a generated CTF file (sequences of 1..8 steps, a dense `features` stream and a one-hot sparse `label`)
-and a composite reader config over it (8 MiB chunks, so that randomized workers own whole chunks each), read
-for one sweep (the DataLoader: one epoch), or --epochs sweeps. Rows:
+Shapes (generated CTF files, fixed seeds; each read randomized with CNTK's chunk-wise split between workers):
 
-  cntkio bench                C++ CLI, cntk.io (v2) reading, one process       <- the reference figure
-  C++ loop in the module      the same reading through cntkio._core (no Python per minibatch)
-  MinibatchSource             Python next_minibatch + NumPy/SciPy arrays, one process
-  DataLoader, N workers       MinibatchDataset: world_size x N partitions, tensors sent to the main process
-                              (PyTorch's default prefetch_factor, 2)
-    the same, prefetch_factor 4   as MinibatchLoader sets it
+  dense     one-sample sequences: dense `features` (dim 32), dense `label` (dim 10); 8 MiB chunks, minibatch 4096
+  sparse    one-sample sequences: sparse `words` (dim 20000, 20 entries), one-hot `label` (dim 100); 8 MiB chunks,
+            minibatch 4096
+  sequence  sequences of 1..8 steps: dense `features` (dim 32), one-hot `label` on the first step; 8 MiB chunks,
+            minibatch 4096
+  atis      ATIS's shape: 5000 sequences of 5..30 words, one-hot S0 (query word, dim 943) and S2 (slot label,
+            dim 129) on every word, S1 (intent, dim 26) on the first; read as a cntk.io user does, through
+            CTFDeserializer objects (one 32 MiB chunk: the whole file), and by the CLI without a config
+            (`cntkio bench --ctf FILE --stream query:S0:943:sparse ...`); minibatch 1000, S0/S1/S2 as class
+            indices (as_indices)
+
+Rows, each reading --epochs sweeps:
+
+  cntkio bench                 C++ CLI, cntk.io (v2) reading, one process           <- the reference
+  in process                   MinibatchLoader(dataset) without workers (MinibatchDataset items, one process)
+  2 workers, persistent        MinibatchLoader(dataset, num_workers=2, persistent_workers=True)
+  2 workers, new each epoch    MinibatchLoader(dataset, num_workers=2): new worker processes every epoch
+  DataLoader, new each epoch   torch DataLoader(dataset, batch_size=None, num_workers=2): one minibatch per item
 
 The rows run interleaved, one of each per repetition (--repeat), so that a change in the machine's load hits
 all of them alike. Printed per row: samples/s and seconds of the median run, the best run, CPU seconds (median;
-the process and its children, so the DataLoader's workers count, and the CLI's process start-up too, which
-`cntkio --version` measures), and the ratio to cntkio bench: the median of the per-repetition ratios of wall
-time, and of CPU time. Target: DataLoader >= 0.8x cntkio bench in wall time (randomized reading; in file order
-every partition must parse every chunk, since CNTK deals sequences round-robin, so that row is shown for
-information). On a machine shared with other work, wall time depends on the share of the cores the rows get;
-the CPU ratio does not.
+the process and its children, so the workers count, and the CLI's process start-up too), and the ratio to
+cntkio bench: the median of the per-repetition ratios of wall time, and of CPU time. Targets (wall): in
+process >= 0.9x, persistent workers >= 0.8x on every shape, new workers each epoch >= 0.6x on atis (>= 0.8x on
+the others). Every Python row times the dataset's creation (it indexes the data) and the DataLoader's.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/python_throughput.py [--cli build/cntkio] [--sequences 120000]
+    PYTHONPATH=build/python /usr/bin/python3 bench/python_throughput.py [--cli build/cntkio] [--shapes atis,dense]
 """
 
 import argparse
@@ -45,28 +53,84 @@ import cntkio.torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+TARGETS = {"in process": 0.9, "2 workers, persistent": 0.8, "2 workers, new each epoch": 0.8}
+ATIS_NEW_WORKERS_TARGET = 0.6
 
-def write_data(path, sequences, dim, classes):
+
+def write_dense(path, sequences):
+    rng = random.Random(1)
+    with open(path, "w") as out:
+        for s in range(sequences):
+            values = " ".join("%.4f" % rng.uniform(-1, 1) for _ in range(32))
+            label = " ".join("1" if k == s % 10 else "0" for k in range(10))
+            out.write("%d |features %s |label %s\n" % (s, values, label))
+
+
+def write_sparse(path, sequences):
+    rng = random.Random(2)
+    with open(path, "w") as out:
+        for s in range(sequences):
+            words = " ".join("%d:1" % w for w in sorted(rng.sample(range(20000), 20)))
+            out.write("%d |words %s |label %d:1\n" % (s, words, rng.randrange(100)))
+
+
+def write_sequence(path, sequences):
     rng = random.Random(1)
     with open(path, "w") as out:
         for s in range(sequences):
             for t in range(1 + s % 8):
-                values = " ".join("%.4f" % rng.uniform(-1, 1) for _ in range(dim))
-                label = " |label %d:1" % rng.randrange(classes) if t == 0 else ""
+                values = " ".join("%.4f" % rng.uniform(-1, 1) for _ in range(32))
+                label = " |label %d:1" % rng.randrange(100) if t == 0 else ""
                 out.write("%d |features %s%s\n" % (s, values, label))
 
 
-def write_config(path, data, dim, classes, chunk_bytes):
+def write_atis(path, sequences):
+    """ATIS's shape: S0 query word and S2 slot label on every word, S1 intent on the first."""
+    rng = random.Random(7)
     with open(path, "w") as out:
-        for name, randomize in (("Random", "true"), ("FileOrder", "false")):
-            out.write('%s = [ reader = [\n randomize = %s\n deserializers = ( [\n  type = CNTKTextFormatDeserializer\n'
-                      '  file = "%s"\n  chunkSizeInBytes = %d\n  input = [ features = [ dim = %d ; format = dense ]\n'
-                      '   label = [ dim = %d ; format = sparse ] ]\n ] ) ] ]\n'
-                      % (name, randomize, data, chunk_bytes, dim, classes))
+        for s in range(sequences):
+            intent = rng.randrange(26)
+            for t in range(rng.randint(5, 30)):
+                intent_field = " |S1 %d:1" % intent if t == 0 else ""
+                out.write("%d |S0 %d:1%s |S2 %d:1\n" % (s, rng.randrange(943), intent_field, rng.randrange(129)))
 
 
-def source(config, section, max_sweeps=cntkio.INFINITELY_REPEAT):
-    return cntkio.MinibatchSource.from_config(config, section, max_sweeps=max_sweeps)
+# name: (writer, default sequences, minibatch size, chunk MiB or None (the default 32), streams (name, field,
+# dim, sparse), length stream)
+SHAPES = {
+    "dense": (write_dense, 120000, 4096, 8, [("features", "features", 32, False), ("label", "label", 10, False)],
+              "features"),
+    "sparse": (write_sparse, 120000, 4096, 8, [("words", "words", 20000, True), ("label", "label", 100, True)],
+               "words"),
+    "sequence": (write_sequence, 120000, 4096, 8,
+                 [("features", "features", 32, False), ("label", "label", 100, True)], "features"),
+    "atis": (write_atis, 5000, 1000, None,
+             [("query", "S0", 943, True), ("intent", "S1", 26, True), ("slots", "S2", 129, True)], "query"),
+}
+
+
+def write_config(path, data, streams, chunk_mib):
+    inputs = "\n".join("   %s = [ alias = %s ; dim = %d ; format = %s ]" % (name, field, dim,
+                                                                           "sparse" if sparse else "dense")
+                       for name, field, dim, sparse in streams)
+    chunk = "  chunkSizeInBytes = %d\n" % (chunk_mib << 20) if chunk_mib else ""
+    with open(path, "w") as out:
+        out.write('Random = [ reader = [\n randomize = true\n deserializers = ( [\n'
+                  '  type = CNTKTextFormatDeserializer\n  file = "%s"\n%s  input = [\n%s ]\n ] ) ] ]\n'
+                  % (data, chunk, inputs))
+
+
+def config_source(config):
+    return cntkio.MinibatchSource.from_config(config, "Random")
+
+
+def dataset_source(shape, data, config):
+    """What the dataset reads: the ATIS user's deserializer objects, or the config's reader."""
+    if SHAPES[shape][3] is None:
+        streams = SHAPES[shape][4]
+        return cntkio.CTFDeserializer(data, cntkio.StreamDefs(**{
+            name: cntkio.StreamDef(field=field, shape=dim, is_sparse=sparse) for name, field, dim, sparse in streams}))
+    return functools.partial(config_source, config)
 
 
 def cpu_seconds():
@@ -75,51 +139,42 @@ def cpu_seconds():
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def cli_bench(cli, config, section, mb, epochs):
-    out = subprocess.run([cli, "bench", "--config", config, "--section", section, "--sweeps", str(epochs), "--mb-size",
-                          str(mb), "--json"], capture_output=True, text=True, check=True).stdout
+def cli_bench(cli, shape, data, config, mb, epochs):
+    if SHAPES[shape][3] is None:  # what the ATIS user runs: no config file
+        what = ["--ctf", data] + ["--stream=%s:%s:%d%s" % (name, field, dim, ":sparse" if sparse else "")
+                                  for name, field, dim, sparse in SHAPES[shape][4]]
+    else:
+        what = ["--config", config, "--section", "Random"]
+    out = subprocess.run([cli, "bench"] + what + ["--sweeps", str(epochs), "--mb-size", str(mb), "--json"],
+                         capture_output=True, text=True, check=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
     return r["samples"], r["seconds"]
 
 
-def cpp_loop(config, section, mb, epochs):
-    reader = source(config, section, max_sweeps=epochs)._reader
-    reader.set_v2_limits(cntkio.INFINITELY_REPEAT, epochs)
-    _, samples, seconds = reader.read_loop(mb, 1 << 62)
-    return samples, seconds
+def torch_rows(shape, data, config, mb, epochs, workers):
+    length_key = SHAPES[shape][5] + "_lengths"
+    as_indices = {name: -100 for name, _, _, sparse in SHAPES[shape][4] if sparse} if shape == "atis" else None
 
+    def read(num_workers, persistent=False, plain=False):
+        start = time.perf_counter()  # the dataset indexes the data when it is made (share_index)
+        dataset = cntkio.torch.MinibatchDataset(dataset_source(shape, data, config), mb, as_indices=as_indices)
+        if plain:
+            loader = DataLoader(dataset, batch_size=None, num_workers=num_workers)
+        else:
+            loader = cntkio.torch.MinibatchLoader(dataset, num_workers=num_workers,
+                                                  persistent_workers=persistent and num_workers > 0)
+        samples = 0
+        for epoch in range(epochs):
+            if plain:
+                dataset.set_epoch(epoch)  # new worker processes every epoch (the DataLoader's default)
+            for batch in loader:
+                samples += int(batch[length_key].sum())
+        return samples, time.perf_counter() - start
 
-def python_source(config, section, mb, epochs):
-    s = source(config, section, max_sweeps=epochs)
-    samples = 0
-    start = time.perf_counter()
-    while True:
-        batch = s.next_minibatch(mb)
-        if not batch:
-            break
-        batch[s.streams.features].asarray()
-        batch[s.streams.label].asarray()
-        samples += batch[s.streams.features].num_samples
-    return samples, time.perf_counter() - start
-
-
-def data_loader(config, section, mb, workers, epochs, prefetch_factor=2):
-    start = time.perf_counter()  # the dataset indexes the data when it is made (share_index)
-    dataset = cntkio.torch.MinibatchDataset(functools.partial(source, config, section), mb)
-    samples = 0
-    loader = DataLoader(dataset, batch_size=None, num_workers=workers, prefetch_factor=prefetch_factor)
-    for epoch in range(epochs):  # new worker processes every epoch (the DataLoader's default)
-        dataset.set_epoch(epoch)
-        for batch in loader:
-            samples += int(batch["features_lengths"].sum())
-    return samples, time.perf_counter() - start
-
-
-def cli_start_up(cli):
-    """CPU seconds of `cntkio --version`: what starting the CLI process costs."""
-    cpu = cpu_seconds()
-    subprocess.run([cli, "--version"], capture_output=True, check=True)
-    return cpu_seconds() - cpu
+    return [("in process", lambda: read(0)),
+            ("%d workers, persistent" % workers, lambda: read(workers, persistent=True)),
+            ("%d workers, new each epoch" % workers, lambda: read(workers)),
+            ("DataLoader, new each epoch", lambda: read(workers, plain=True))]
 
 
 def measured(fn):
@@ -129,63 +184,69 @@ def measured(fn):
     return samples, seconds, cpu_seconds() - cpu
 
 
+def run_shape(args, shape, tmp):
+    writer, sequences, mb, chunk_mib, streams, _ = SHAPES[shape]
+    sequences = args.sequences or sequences
+    mb = args.minibatch_size or mb
+    data, config = os.path.join(tmp, shape + ".ctf"), os.path.join(tmp, shape + ".cntk")
+    writer(data, sequences)
+    write_config(config, data, streams, chunk_mib)
+    e = args.epochs
+    rows = [("cntkio bench (C++ CLI)", lambda: cli_bench(args.cli, shape, data, config, mb, e))]
+    rows += torch_rows(shape, data, config, mb, e, args.workers)
+    cli_bench(args.cli, shape, data, config, mb, 1)  # warm the page cache
+    runs = [[measured(fn) for _, fn in rows] for _ in range(args.repeat)]  # runs[repetition][row]
+    counts = {run[0] for rep in runs for run in rep}
+    assert len(counts) == 1, "the rows of %s read different sample counts: %s" % (shape, counts)
+    samples = counts.pop()
+    print("%s: %d sequences, %.1f MB CTF, %s chunks, minibatch %d, %d epoch(s), %d samples, %d repetitions "
+          "(load average %.1f):" % (shape, sequences, os.path.getsize(data) / 1e6,
+                                    "%d MiB" % chunk_mib if chunk_mib else "32 MiB", mb, e, samples, args.repeat,
+                                    os.getloadavg()[0]))
+    print("  %-30s %10s %8s %8s %8s %7s %7s" % ("", "samples/s", "median", "best", "CPU s", "ratio", "CPU"))
+    ratios = {}
+    for i, (name, _) in enumerate(rows):
+        wall = statistics.median(rep[i][1] for rep in runs)
+        cpu = statistics.median(rep[i][2] for rep in runs)
+        ratio = statistics.median(rep[0][1] / rep[i][1] for rep in runs)
+        cpu_ratio = statistics.median(rep[0][2] / rep[i][2] for rep in runs)
+        ratios[name] = ratio
+        print("  %-30s %10.0f %7.3fs %7.3fs %7.3fs %6.2fx %6.2fx" % (
+            name, samples / wall, wall, min(rep[i][1] for rep in runs), cpu, ratio, cpu_ratio))
+    return ratios
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cli", default=os.path.join(HERE, "..", "build", "cntkio"), help="the cntkio binary")
-    parser.add_argument("--sequences", type=int, default=120000)
-    parser.add_argument("--dim", type=int, default=32)
-    parser.add_argument("--classes", type=int, default=100)
-    parser.add_argument("--chunk-mib", type=int, default=8)
-    parser.add_argument("--minibatch-size", type=int, default=4096)
+    parser.add_argument("--shapes", default="dense,sparse,sequence,atis",
+                        help="comma-separated: " + ", ".join(SHAPES))
+    parser.add_argument("--sequences", type=int, default=0, help="sequences per file (default: per shape)")
+    parser.add_argument("--minibatch-size", type=int, default=0, help="samples per minibatch (default: per shape)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--epochs", type=int, default=1,
-                        help="sweeps each row reads (the DataLoader: epochs, with set_epoch); the index is built "
-                             "once per row either way")
+    parser.add_argument("--epochs", type=int, default=3, help="sweeps each row reads (Python rows: epochs)")
     args = parser.parse_args(argv)
+    shapes = args.shapes.split(",")
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        parser.error("unknown shape(s): %s" % ", ".join(unknown))
     torch.set_num_threads(1)
-    mb = args.minibatch_size
+    print("%d cores, load average %.1f %.1f %.1f" % ((os.cpu_count(),) + os.getloadavg()))
+    verdicts = []
     with tempfile.TemporaryDirectory() as tmp:
-        data, config = os.path.join(tmp, "bench.ctf"), os.path.join(tmp, "bench.cntk")
-        write_data(data, args.sequences, args.dim, args.classes)
-        write_config(config, data, args.dim, args.classes, args.chunk_mib << 20)
-        print("data: %d sequences, %.1f MB CTF (dense dim %d, sparse dim %d), %d MiB chunks, minibatch %d samples, "
-              "%d cores, load average %.1f" % (args.sequences, os.path.getsize(data) / 1e6, args.dim, args.classes,
-                                               args.chunk_mib, mb, os.cpu_count(), os.getloadavg()[0]))
-        cpp_loop(config, "Random", mb, 1)  # warm the page cache
-        start_up = statistics.median(cli_start_up(args.cli) for _ in range(3))
-        verdict = None
-        for section in ("Random", "FileOrder"):
-            e = args.epochs
-            rows = [("cntkio bench (C++ CLI)", lambda: cli_bench(args.cli, config, section, mb, e)),
-                    ("C++ loop in cntkio._core", lambda: cpp_loop(config, section, mb, e)),
-                    ("MinibatchSource.next_minibatch + arrays", lambda: python_source(config, section, mb, e)),
-                    ("torch DataLoader, %d workers" % args.workers,
-                     lambda: data_loader(config, section, mb, args.workers, e)),
-                    ("  the same, prefetch_factor %d" % cntkio.torch.PREFETCH_FACTOR,
-                     lambda: data_loader(config, section, mb, args.workers, e, cntkio.torch.PREFETCH_FACTOR))]
-            runs = [[measured(fn) for _, fn in rows] for _ in range(args.repeat)]  # runs[repetition][row]
-            counts = {run[0] for rep in runs for run in rep}
-            assert len(counts) == 1, "the rows read different sample counts: %s" % counts
-            samples = counts.pop()
-            print("%s reading, %d epoch(s), %d samples, %d repetitions (load average %.1f):"
-                  % ("randomized" if section == "Random" else "file-order", args.epochs, samples, args.repeat,
-                     os.getloadavg()[0]))
-            print("  %-42s %10s %8s %8s %8s %7s %7s" % ("", "samples/s", "median", "best", "CPU s", "ratio", "CPU"))
-            for i, (name, _) in enumerate(rows):
-                wall = statistics.median(rep[i][1] for rep in runs)
-                cpu = statistics.median(rep[i][2] for rep in runs)
-                ratio = statistics.median(rep[0][1] / rep[i][1] for rep in runs)
-                cpu_ratio = statistics.median(rep[0][2] / rep[i][2] for rep in runs)
-                print("  %-42s %10.0f %7.3fs %7.3fs %7.3fs %6.2fx %6.2fx" % (
-                    name, samples / wall, wall, min(rep[i][1] for rep in runs), cpu, ratio, cpu_ratio))
-            if section == "Random":
-                verdict = statistics.median(rep[0][1] / rep[-2][1] for rep in runs)
-                tuned = statistics.median(rep[0][1] / rep[-1][1] for rep in runs)
-        print("CPU s of the CLI include its process start-up: %.3f s (cntkio --version)" % start_up)
-        print("DataLoader / cntkio bench (randomized, wall time, %d epoch(s)) = %.2f (target >= 0.8): %s; with "
-              "prefetch_factor %d (MinibatchLoader's default): %.2f" %
-              (args.epochs, verdict, "met" if verdict >= 0.8 else "NOT met", cntkio.torch.PREFETCH_FACTOR, tuned))
+        for shape in shapes:
+            ratios = run_shape(args, shape, tmp)
+            for name, ratio in ratios.items():
+                key = name.replace("%d workers" % args.workers, "2 workers")
+                if key not in TARGETS:
+                    continue
+                target = ATIS_NEW_WORKERS_TARGET if shape == "atis" and "new each" in key else TARGETS[key]
+                verdicts.append("%s / %s: %.2fx (target >= %.1fx, %s)" % (shape, name, ratio, target,
+                                                                         "met" if ratio >= target else "NOT met"))
+    print("Ratios to cntkio bench (wall time, median; load average now %.1f):" % os.getloadavg()[0])
+    for line in verdicts:
+        print("  " + line)
     return 0
 
 

@@ -342,7 +342,7 @@ def test_the_dataset_indexes_once_for_its_workers_and_epochs(data, tmp_path):
     assert len(workers) == 2 and os.getpid() not in workers and set(workers.values()) == {0}
     dataset.set_epoch(1)
     assert sorted(collect(dataset, workers=0)) == list(range(N))
-    assert builds(log) == {os.getpid(): 0}
+    assert builds(log) == {}  # reads on with this process's source of epoch 0
 
     # share_index=False: nothing made here; every worker indexes the file itself.
     own = cntkio.torch.MinibatchDataset(functools.partial(counted_source, data, log), 10, share_index=False)

@@ -2,6 +2,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <thread>
 
 #include "cntkio/config.hpp"
+#include "cntkio/errors.hpp"
 #include "cntkio/minibatch_source.hpp"
 #include "commands.hpp"
 
@@ -20,6 +23,9 @@ namespace {
 struct BenchArgs {
   std::string config_file;
   std::string section;
+  std::string ctf_file;
+  std::vector<std::string> streams;  // name:field:dim[:sparse]
+  bool file_order = false;
   std::string reader_section = "reader";
   std::vector<std::string> overrides;
   size_t sweeps = 1;
@@ -53,10 +59,59 @@ uint64_t input_bytes(const Config& reader) {
   return bytes;
 }
 
-int run_bench(const BenchArgs& a) {
+// The reader section `MinibatchSource(CTFDeserializer(file, streams))` of cntk.io reads (its defaults: a
+// randomization window of 128 chunks, CTF's 32 MiB chunks), for --ctf and --stream name:field:dim[:sparse].
+std::string ctf_reader_text(const BenchArgs& a) {
+  if (a.ctf_file.find_first_of("\"\n$") != std::string::npos) {
+    throw UsageError("--ctf: the file name " + a.ctf_file +
+                     " holds a character a reader config cannot quote (\", $ or a line break); use --config");
+  }
+  std::string inputs;
+  for (const std::string& spec : a.streams) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t colon; (colon = spec.find(':', start)) != std::string::npos; start = colon + 1) {
+      parts.push_back(spec.substr(start, colon - start));
+    }
+    parts.push_back(spec.substr(start));
+    const bool sparse = parts.size() == 4 && parts[3] == "sparse";
+    const bool dense = parts.size() == 4 && parts[3] == "dense";
+    const auto valid_name = [](const std::string& n) {
+      return !n.empty() &&
+             std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+    };
+    if ((parts.size() != 3 && !sparse && !dense) || !valid_name(parts[0]) || !valid_name(parts[1]) ||
+        parts[2].empty() || !std::all_of(parts[2].begin(), parts[2].end(), ::isdigit) || parts[2] == "0" ||
+        parts[2].size() > 9) {
+      throw UsageError(
+          "--stream " + spec +
+          ": expected name:field:dim[:sparse] (name and field of letters, digits or _, dim a positive "
+          "count), e.g. labels:y:10:sparse");
+    }
+    inputs += "      " + parts[0] + " = [ alias = " + parts[1] + " ; dim = " + parts[2] +
+              " ; format = " + (sparse ? "sparse" : "dense") + " ]\n";
+  }
+  return "reader = [\n  randomize = " + std::string(a.file_order ? "false" : "true") +
+         "\n  randomizationWindow = 128\n  sampleBasedRandomizationWindow = false\n"
+         "  deserializers = ( [\n    type = CNTKTextFormatDeserializer\n    file = \"" +
+         a.ctf_file + "\"\n    input = [\n" + inputs + "    ]\n  ] )\n]\n";
+}
+
+Config bench_reader(const BenchArgs& a) {
   std::vector<std::string> overrides = a.overrides;
+  if (!a.ctf_file.empty()) {
+    if (a.streams.empty()) throw UsageError("--ctf needs at least one --stream name:field:dim[:sparse]");
+    return Config::from_text(ctf_reader_text(a), "--ctf", overrides).get_block("reader");
+  }
+  if (a.config_file.empty() || a.section.empty()) {
+    throw UsageError("bench needs --config and --section, or --ctf with --stream");
+  }
   Config root = Config::from_files({a.config_file}, overrides);
-  Config reader = root.get_block(a.section).get_block(a.reader_section);
+  return root.get_block(a.section).get_block(a.reader_section);
+}
+
+int run_bench(const BenchArgs& a) {
+  Config reader = bench_reader(a);
   if (a.threads >= 0) reader.set("loaderThreads", std::to_string(a.threads));
   const size_t threads = reader.get_uint("loaderThreads", std::max(1u, std::thread::hardware_concurrency()));
   const uint64_t bytes_per_sweep = input_bytes(reader);
@@ -120,11 +175,22 @@ Command add_bench_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("bench", "Read whole sweeps of a reader section and report the throughput");
   cmd->footer(
-      "Reads with cntk.io's v2 semantics (minibatches cross sweep boundaries). MB/s counts the bytes of the "
+      "Reads with cntk.io's v2 semantics (minibatches cross sweep boundaries). Without a config file: --ctf "
+      "FILE "
+      "--stream features:x:3 --stream labels:y:10:sparse reads FILE randomized with cntk.io's defaults "
+      "(a window of 128 chunks, seed 0). MB/s counts the bytes of the "
       "files named by `file` keys once per sweep. --json prints one line with mb_per_s, samples_per_s, "
       "sequences_per_s, seconds, first_minibatch_s, peak_rss_mb and threads.");
-  cmd->add_option("--config", args->config_file, "CNTK config file")->required();
-  cmd->add_option("--section", args->section, "Top-level block that holds the reader")->required();
+  CLI::Option* config = cmd->add_option("--config", args->config_file, "CNTK config file");
+  cmd->add_option("--section", args->section, "Top-level block that holds the reader (with --config)");
+  CLI::Option* ctf =
+      cmd->add_option("--ctf", args->ctf_file,
+                      "A CTF file to read as cntk.io's MinibatchSource(CTFDeserializer(...)) does, "
+                      "instead of --config");
+  ctf->excludes(config);
+  cmd->add_option("--stream", args->streams,
+                  "With --ctf: a stream as name:field:dim or name:field:dim:sparse (repeatable)");
+  cmd->add_flag("--file-order", args->file_order, "With --ctf: read in file order (randomize = false)");
   cmd->add_option("--reader-section", args->reader_section, "Reader block inside the section")
       ->default_val("reader");
   cmd->add_option("--set", args->overrides, "Config override key=value (repeatable, applied in order)");

@@ -1,0 +1,69 @@
+"""`cntkio bench --ctf FILE --stream name:field:dim[:sparse]`: a CTF file benchmarked without a config file,
+read as cntk.io's MinibatchSource(CTFDeserializer(FILE, streams)) reads it."""
+
+import json
+import subprocess
+
+import pytest
+
+import cntkio
+from conftest import write_ctf
+
+LENGTHS = [1 + (i * 7) % 5 for i in range(300)]
+
+
+def bench(cli, *args):
+    result = subprocess.run([cli, "bench", "--json"] + list(args), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def python_counts(path, sweeps, minibatch_size, randomize):
+    """minibatches, sequences and samples (the longest stream of each minibatch, as the CLI counts) of cntk.io
+    reading."""
+    streams = cntkio.StreamDefs(features=cntkio.StreamDef(field="f", shape=2),
+                                labels=cntkio.StreamDef(field="l", shape=5, is_sparse=True))
+    source = cntkio.MinibatchSource(cntkio.CTFDeserializer(path, streams), max_sweeps=sweeps, randomize=randomize)
+    minibatches = sequences = samples = 0
+    while True:
+        mb = source.next_minibatch(minibatch_size)
+        if not mb:
+            return minibatches, sequences, samples
+        minibatches += 1
+        sequences += mb["features"].num_sequences
+        samples += max(data.num_samples for data in mb.values())
+
+
+@pytest.mark.parametrize("randomize", [True, False])
+def test_bench_reads_a_ctf_file_as_cntk_io_does(cli, tmp_path, randomize):
+    path = write_ctf(tmp_path / "b.ctf", LENGTHS)
+    args = ["--ctf", path, "--stream", "features:f:2", "--stream", "labels:l:5:sparse", "--sweeps", "3",
+            "--mb-size", "16"] + ([] if randomize else ["--file-order"])
+    got = bench(cli, *args)
+    minibatches, sequences, samples = python_counts(path, 3, 16, randomize)
+    # Minibatches cut where a sequence no longer fits: the counts follow the order the sequences come in.
+    assert (got["minibatches"], got["sequences"], got["samples"]) == (minibatches, sequences, samples)
+    assert got["sequences"] == 3 * len(LENGTHS)
+    other = python_counts(path, 3, 16, not randomize)
+    assert other[0] != minibatches or other[2] != samples  # the order matters, so the test can tell
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--ctf", "{path}"], "--ctf needs at least one --stream"),
+    (["--ctf", "{path}", "--stream", "features:f"], "--stream features:f: expected name:field:dim"),
+    (["--ctf", "{path}", "--stream", "features:f:0"], "expected name:field:dim"),
+    (["--ctf", "{path}", "--stream", "features:f:2:csr"], "expected name:field:dim"),
+    (["--ctf", "{path}", "--stream", "a b:f:2"], "expected name:field:dim"),
+    ([], "bench needs --config and --section, or --ctf with --stream"),
+    (["--ctf", "{path}", "--config", "x.cntk", "--stream", "features:f:2"], "excludes"),
+])
+def test_bench_without_a_config_checks_its_arguments(cli, tmp_path, args, message):
+    path = write_ctf(tmp_path / "b.ctf", LENGTHS)
+    result = subprocess.run([cli, "bench"] + [a.format(path=path) for a in args], capture_output=True, text=True)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_bench_names_a_missing_ctf_file(cli, tmp_path):
+    missing = str(tmp_path / "missing.ctf")
+    result = subprocess.run([cli, "bench", "--ctf", missing, "--stream", "x:f:2"], capture_output=True, text=True)
+    assert result.returncode == 5 and "missing.ctf" in result.stderr, result.stderr
