@@ -60,6 +60,8 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from . import _source
 from ._deserializers import _Deserializer
+from ._user_deserializer import UserDeserializer
+from ._user_source import UserMinibatchSource
 
 _STATE_KEY = "__cntkio_state__"
 
@@ -83,9 +85,12 @@ class MinibatchDataset(IterableDataset):
     Args:
         source: what to read: deserializer objects (one or a list, read as ``cntkio.MinibatchSource(source)``
             with its defaults), the keyword arguments of ``cntkio.MinibatchSource`` as a dict, a
-            ``cntkio._core.ReaderSpec``, or a function that returns a new ``cntkio.MinibatchSource`` (called
-            in every worker process; with ``multiprocessing_context="spawn"`` it must be picklable: a
-            module-level function or functools.partial). Deserializers and dicts pickle as they are.
+            ``cntkio._core.ReaderSpec``, or a function that returns a new ``cntkio.MinibatchSource`` or
+            ``UserMinibatchSource`` (called in every worker process; with ``multiprocessing_context="spawn"``
+            it must be picklable: a module-level function or functools.partial). Deserializers (UserDeserializer
+            objects too) and dicts pickle as they are. A UserMinibatchSource is read through its
+            ``next_minibatch(size, number_of_workers, worker_rank)``: each epoch reads on from where it stands,
+            up to a minibatch that ends a sweep, or ``epoch_size`` samples.
         minibatch_size: samples per minibatch (per item).
         epoch_size: samples per epoch; None: one sweep.
         sparse: "indices" (default), "dense" or "csr" (see the module documentation).
@@ -132,7 +137,8 @@ class MinibatchDataset(IterableDataset):
         _ensure_arena()  # before the DataLoader forks its workers
         if share_index:
             self._probe, self._probe_pid = self._make_source(), os.getpid()
-            self._indexes = self._probe._reader.hold_indexes()
+            if isinstance(self._probe, _source.MinibatchSource):
+                self._indexes = self._probe._reader.hold_indexes()
             self._check_streams(self._probe)
 
     def __getstate__(self):
@@ -240,6 +246,9 @@ class MinibatchDataset(IterableDataset):
             raise ValueError("sparse='csr' works only with num_workers=0 (PyTorch cannot pass CSR tensors "
                              "between processes); use sparse='indices' or 'dense'")
         source = self._make_source()
+        if not isinstance(source, _source.MinibatchSource):
+            yield from self._user_source_items(source, partition, partitions)
+            return
         reader = source._reader
         epoch = self.epoch
         if self.epoch_size is None:
@@ -320,12 +329,12 @@ class MinibatchDataset(IterableDataset):
         return out
 
     def _tensors(self, mb, out):
-        """The item of a minibatch (MinibatchData of every stream) for truncated BPTT and sparse="csr"."""
+        """The item of a minibatch (MinibatchData of every stream) for truncated BPTT, sparse="csr" and user
+        sources."""
         for info, data in mb.items():
             name = info.name
-            arrays = data._arrays
-            frame = data._frame
-            if not data.is_sparse:
+            arrays, frame = _arrays_of(data)
+            if "value" in arrays:
                 out[name] = torch.from_numpy(arrays["value"])
             elif self.sparse == "csr":
                 out[name] = torch.sparse_csr_tensor(torch.from_numpy(arrays["indptr"].astype(np.int64)),
@@ -334,15 +343,64 @@ class MinibatchDataset(IterableDataset):
                                                     size=(len(arrays["indptr"]) - 1, arrays["dim"]))
                 out[name + "_offsets"] = torch.from_numpy(arrays["offsets"])
             elif self.sparse == "dense":
-                out[name] = torch.from_numpy(_sparse_to_padded_dense(data, frame))
+                out[name] = torch.from_numpy(_sparse_to_padded_dense(arrays, frame))
             else:
-                indices, values = _sparse_to_padded_indices(data, frame)
+                indices, values = _sparse_to_padded_indices(arrays, frame)
                 out[name] = torch.from_numpy(indices)
                 out[name + "_values"] = torch.from_numpy(values)
             if not frame:
                 out[name + "_mask"] = torch.from_numpy(arrays["mask"])
                 out[name + "_lengths"] = torch.from_numpy(arrays["lengths"])
         return out
+
+    def _user_source_items(self, source, partition, partitions):
+        """The items of a UserMinibatchSource (or any object with its next_minibatch): read on from where it
+        stands, one sweep (up to a minibatch whose data ends one) or epoch_size samples per epoch."""
+        in_worker = get_worker_info() is not None
+        epoch = self.epoch
+        resume = self._resume
+        if resume is not None and resume["epoch"] == epoch and partition in resume["states"]:
+            if resume["num_partitions"] != partitions:
+                raise ValueError("a UserMinibatchSource's state cannot be continued with another number of "
+                                 "partitions (%d, was %d)" % (partitions, resume["num_partitions"]))
+            source.restore_from_checkpoint(json.loads(resume["states"][partition]))
+        self._seen_partitions = partitions
+        read = 0
+        while self.epoch_size is None or read < self.epoch_size:
+            mb = source.next_minibatch(self.minibatch_size * partitions, partitions, partition)
+            if not mb:
+                break
+            item = self._tensors(mb, _WorkerItem() if in_worker else {})
+            if self.as_indices:
+                arrays = {key: tensor.numpy() for key, tensor in item.items()}
+                _class_indices(arrays, None, self.as_indices, _NoKeys())
+                item.clear()
+                item.update((key, torch.from_numpy(array)) for key, array in arrays.items())
+            state = json.dumps(source.get_checkpoint_state())
+            if self.emit_state:
+                item[_STATE_KEY] = (partition, partitions, epoch, state)
+            elif not in_worker:
+                self._seen[partition] = state
+            yield item
+            read += max(d.num_samples for d in mb.values())
+            if self.epoch_size is None and any(d.end_of_sweep for d in mb.values()):
+                break
+        self._kept = (os.getpid(), source)
+        if not in_worker or self.emit_state:
+            self._resume = None
+        self.epoch = epoch + 1
+        self._seen = {}
+
+
+class _Positions:
+    """The keys of a user source's minibatch in messages: its sequences have positions only."""
+
+    def __getitem__(self, i):
+        return "#%d of the minibatch" % i
+
+
+class _NoKeys:
+    keys = _Positions()
 
 
 def _core_spec_type():
@@ -352,17 +410,18 @@ def _core_spec_type():
 def _source_maker(source):
     """What MinibatchDataset keeps to make sources: a function, a dict of MinibatchSource arguments, a list
     of deserializers or a ReaderSpec."""
-    if isinstance(source, _Deserializer):
+    if isinstance(source, (_Deserializer, UserDeserializer)):
         return [source]
     if isinstance(source, (list, tuple)):
-        if not source or not all(isinstance(d, _Deserializer) for d in source):
+        if not source or not all(isinstance(d, (_Deserializer, UserDeserializer)) for d in source):
             raise TypeError("MinibatchDataset takes a list of cntkio deserializer objects, not %r" % (source,))
         return list(source)
     if isinstance(source, (dict, _core_spec_type())) or callable(source):
         return source
-    if isinstance(source, _source.MinibatchSource):
+    if isinstance(source, (_source.MinibatchSource, UserMinibatchSource)):
         raise TypeError("MinibatchDataset makes its own sources (one per worker process): give it the "
-                        "deserializers, the MinibatchSource arguments as a dict, or a function that makes one")
+                        "deserializers, the MinibatchSource arguments as a dict, or a function that makes one "
+                        "(a UserMinibatchSource too)")
     raise TypeError("MinibatchDataset needs deserializer objects, a dict of MinibatchSource arguments, a "
                     "ReaderSpec or a function returning a MinibatchSource, not %r" % (source,))
 
@@ -848,30 +907,30 @@ def _unpack_item(token, segment_id, segment, retired, entries):
     return out
 
 
-def _padded_rows(data, frame):
+def _padded_rows(a, frame):
     """For every sample row of the sparse matrix, its (sequence, step) place in the padded array."""
-    lengths = data._arrays["lengths"]
+    lengths = a["lengths"]
     if frame:
         return np.arange(int(lengths.sum())), None
     seq = np.repeat(np.arange(len(lengths)), lengths)
-    step = np.arange(len(seq)) - np.repeat(data._arrays["offsets"][:-1], lengths)
+    step = np.arange(len(seq)) - np.repeat(a["offsets"][:-1], lengths)
     return seq, step
 
 
-def _sparse_to_padded_dense(data, frame):
-    a = data._arrays
-    matrix = data.asarray()
+def _sparse_to_padded_dense(a, frame):
+    import scipy.sparse
+
+    matrix = scipy.sparse.csr_matrix((a["data"], a["indices"], a["indptr"]), shape=(len(a["indptr"]) - 1, a["dim"]))
     dense = np.asarray(matrix.toarray(), dtype=a["data"].dtype)
     if frame:
         return dense
-    seq, step = _padded_rows(data, frame)
+    seq, step = _padded_rows(a, frame)
     out = np.zeros(a["mask"].shape + (a["dim"],), dtype=dense.dtype)
     out[seq, step] = dense
     return out
 
 
-def _sparse_to_padded_indices(data, frame):
-    a = data._arrays
+def _sparse_to_padded_indices(a, frame):
     indptr = a["indptr"].astype(np.int64)
     counts = np.diff(indptr)
     width = max(1, int(counts.max()) if len(counts) else 1)
@@ -884,13 +943,32 @@ def _sparse_to_padded_indices(data, frame):
     flat_values[row_of, slot] = a["data"]
     if frame:
         return flat_indices, flat_values
-    seq, step = _padded_rows(data, frame)
+    seq, step = _padded_rows(a, frame)
     shape = a["mask"].shape + (width,)
     indices = np.full(shape, -1, dtype=np.int64)
     values = np.zeros(shape, dtype=flat_values.dtype)
     indices[seq, step] = flat_indices
     values[seq, step] = flat_values
     return indices, values
+
+
+def _arrays_of(data):
+    """(arrays, frame) of a MinibatchData: the reader's arrays, or those of a user source's Value (public API).
+    A Value without a sequence axis (no mask) is read as frames."""
+    if data._arrays is not None:
+        return data._arrays, data._frame
+    value = data.data
+    if value.is_sparse:
+        matrix = value.asarray().tocsr()
+        arrays = {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr, "dim": matrix.shape[1]}
+    else:
+        arrays = {"value": np.ascontiguousarray(value.asarray())}
+    mask = value.mask
+    arrays.update(lengths=np.asarray(value.lengths, np.int64), offsets=np.asarray(value.offsets, np.int64))
+    if mask is None:
+        return arrays, True
+    arrays["mask"] = np.asarray(mask)
+    return arrays, False
 
 
 def _as_is(item):
