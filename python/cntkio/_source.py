@@ -396,11 +396,7 @@ class MinibatchSource:
 
     def stream_info(self, name):
         """The StreamInformation of the stream called ``name`` (ValueError if there is none or several)."""
-        found = [i for i in self._infos if i.name == name]
-        if len(found) != 1:
-            raise ValueError("%s stream named '%s' (streams: %s)" % ("no" if not found else "more than one", name,
-                                                                    ", ".join(i.name for i in self._infos)))
-        return found[0]
+        return _find_stream(self._infos, name)
 
     def __getitem__(self, name):
         return self.stream_info(name)
@@ -486,6 +482,15 @@ def _check_limits(max_samples, max_sweeps):
         raise ValueError("max_samples and max_sweeps are mutually exclusive; set only one of them")
     _count(max_samples, "max_samples", allow_zero=False)
     _count(max_sweeps, "max_sweeps", allow_zero=False)
+
+
+def _find_stream(infos, name):
+    """The one StreamInformation of ``infos`` called ``name``; ValueError if there is none or several."""
+    found = [i for i in infos if i.name == name]
+    if len(found) != 1:
+        raise ValueError("%s stream named '%s' (streams: %s)" % ("no" if not found else "more than one", name,
+                                                                ", ".join(i.name for i in infos)))
+    return found[0]
 
 
 def _resolve_stream(source, stream):

@@ -4,7 +4,8 @@ import numpy as np
 
 from . import typing as _typing
 from ._deserializers import Record, _count
-from ._source import FULL_DATA_SWEEP, INFINITELY_REPEAT, MinibatchData, MinibatchDict, StreamInformation
+from ._source import (FULL_DATA_SWEEP, INFINITELY_REPEAT, MinibatchData, MinibatchDict, StreamInformation,
+                      _find_stream)
 from ._value import Value, _is_csr, _warn_device
 
 
@@ -33,11 +34,7 @@ class UserMinibatchSource:
 
     def stream_info(self, name):
         """The StreamInformation of the stream called ``name`` (ValueError if there is none or several)."""
-        found = [i for i in self._user_infos if i.m_name == name]
-        if len(found) != 1:
-            raise ValueError("%s stream named '%s' (streams: %s)" % ("no" if not found else "more than one", name,
-                                                                    ", ".join(i.m_name for i in self._user_infos)))
-        return found[0]
+        return _find_stream(self._user_infos, name)
 
     def __getitem__(self, name):
         return self.stream_info(name)
