@@ -307,7 +307,7 @@ class MinibatchDataset(IterableDataset):
         """The item of a minibatch (a cntkio._core.Batch), written by the C++ module into one buffer: a NumPy
         array here, a shared-memory segment of `pool` in a DataLoader worker."""
         buffer, entries = batch.torch_item(self.sparse == "dense", _ALIGN, _ALIGN,
-                                           pool.allocate if pool is not None else _allocate)
+                                           pool.allocate if pool is not None else _allocate, self.as_indices)
         if pool is not None:
             view = np.asarray(pool.lease(buffer))  # slices keep the lease (and the worker's use) alive
             out = _WorkerItem()
@@ -319,9 +319,7 @@ class MinibatchDataset(IterableDataset):
                        if key in shapes and key in source.streams and not source.streams[key].is_sparse
                        else (key, dtype, shape, offset, nbytes) for key, dtype, shape, offset, nbytes in entries]
         arrays = {key: view[offset:offset + nbytes].view(dtype).reshape(shape)
-                  for key, dtype, shape, offset, nbytes in entries}
-        if self.as_indices:
-            entries = _class_indices(arrays, entries, self.as_indices, batch)
+                  for key, dtype, shape, offset, nbytes in entries}  # class indices written by torch_item
         for key, array in arrays.items():
             out[key] = torch.from_numpy(array)
         if pool is not None:

@@ -399,10 +399,57 @@ void write_deferred_sparse_indices(const StreamPlan& p, bool frame, const std::v
       });
 }
 
+// The sample at `out_row` of a one-hot stream was not one entry of value 1: the error names where.
+[[noreturn]] void not_one_hot(const StreamPlan& p, bool frame, size_t k, size_t step,
+                              const std::vector<std::string>& keys) {
+  const Placed& s = p.seqs[k];
+  const std::string key = s.sequence_index < keys.size() ? keys[s.sequence_index] : std::to_string(k);
+  throw std::invalid_argument("cntkio.torch: as_indices: sample" +
+                              (frame ? std::string() : " at step " + std::to_string(step)) +
+                              " of sequence '" + key + "' in stream '" + p.batch->info.name +
+                              "' is not one-hot (one index with value 1)");
+}
+
+// Class indices of a one-hot stream: each sample's one index, `pad` in the padding.
+template <typename T>
+void write_class_indices(const StreamPlan& p, bool frame, int64_t pad, const std::vector<std::string>& keys,
+                         const std::vector<SequenceData>* from, int64_t* out, size_t count) {
+  std::fill_n(out, count, pad);
+  size_t next = 0;
+  for (size_t k = 0; k < p.seqs.size(); ++k) {
+    const Placed& s = p.seqs[k];
+    size_t out_row = frame ? next : k * p.max_length;
+    if (from != nullptr) {
+      const SequenceData& seq = (*from)[s.sequence_index];
+      const T* values = static_cast<const T*>(seq.values);
+      size_t first = 0;
+      for (size_t t = 0; t < s.length(); ++t, ++out_row) {
+        if (seq.nnz_counts[t] != 1 || values[first] != T(1)) not_one_hot(p, frame, k, t, keys);
+        out[out_row] = seq.indices[first];
+        first += seq.nnz_counts[t];
+      }
+    } else {
+      const StreamBatch& b = *p.batch;
+      const T* values = b.data<T>();
+      const size_t parallel = b.layout.num_parallel;
+      for (size_t t = s.visible_begin; t < s.visible_end; ++t, ++out_row) {
+        const size_t column = t * parallel + s.row;
+        const auto begin = b.col_starts[column];
+        if (b.col_starts[column + 1] - begin != 1 || values[begin] != T(1)) {
+          not_one_hot(p, frame, k, t - s.visible_begin, keys);
+        }
+        out[out_row] = b.row_indices[begin];
+      }
+    }
+    next += s.length();
+  }
+}
+
 }  // namespace
 
 py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingMode mode, SparseItem sparse,
-                     size_t align, size_t header, const py::function& allocate) {
+                     size_t align, size_t header, const py::function& allocate,
+                     const std::map<std::string, int64_t>& class_pads) {
   if (mode == PackingMode::kTruncated) throw std::invalid_argument("torch_item: truncated BPTT packing");
   const bool frame = mode == PackingMode::kFrame;
   const auto* deferred = static_cast<const pipeline::DeferredValues*>(minibatch->deferred_values.get());
@@ -441,6 +488,8 @@ py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingM
       std::vector<py::ssize_t> shape = lead;
       shape.push_back(static_cast<py::ssize_t>(b.info.sample_dim()));
       add(name, dtype, shape, item);
+    } else if (class_pads.count(name) != 0) {
+      add(name, "int64", lead, sizeof(int64_t));
     } else {
       if (deferred != nullptr) {
         p.width =
@@ -515,6 +564,14 @@ py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingM
           write_sparse_dense<float>(p, frame, dst);
         } else {
           write_sparse_dense<double>(p, frame, dst);
+        }
+      } else if (const auto pad = class_pads.find(b.info.name); pad != class_pads.end()) {
+        auto* out = reinterpret_cast<int64_t*>(dst);
+        const size_t count = main.nbytes / sizeof(int64_t);
+        if (type == ElementType::kFloat) {
+          write_class_indices<float>(p, frame, pad->second, minibatch->keys, from, out, count);
+        } else {
+          write_class_indices<double>(p, frame, pad->second, minibatch->keys, from, out, count);
         }
       } else {
         const Planned& values = plan[next++];

@@ -16,6 +16,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <map>
 #include <memory>
 
 #include "cntkio/minibatch.hpp"
@@ -41,9 +42,11 @@ enum class SparseItem { kIndices, kDense };
 /// `name + "_lengths"`. `allocate(nbytes)` is called once and returns a writable, C-contiguous buffer of at
 /// least nbytes; each tensor starts at a multiple of `align` from `header` on. Returns (buffer, entries),
 /// entries being (key, dtype name, shape, byte offset, nbytes). Call with the GIL held; the copying runs
-/// without it.
+/// without it. `class_pads` (stream name -> padding value) names sparse one-hot streams to write as int64
+/// class indices instead, padded with the value (no `name + "_values"`); a sample that is not one-hot (not
+/// exactly one entry, of value 1) throws std::invalid_argument naming the stream, sequence key and step.
 pybind11::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingMode mode,
-                           SparseItem sparse, size_t align, size_t header,
-                           const pybind11::function& allocate);
+                           SparseItem sparse, size_t align, size_t header, const pybind11::function& allocate,
+                           const std::map<std::string, int64_t>& class_pads = {});
 
 }  // namespace cntkio::python

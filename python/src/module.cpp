@@ -123,10 +123,10 @@ class Batch {
     }
     return stream_arrays(minibatch_, index, mode_);
   }
-  py::tuple torch_item(bool sparse_as_dense, size_t align, size_t header,
-                       const py::function& allocate) const {
+  py::tuple torch_item(bool sparse_as_dense, size_t align, size_t header, const py::function& allocate,
+                       const std::map<std::string, int64_t>& class_indices) const {
     return python::torch_item(minibatch_, mode_, sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
-                              align, header, allocate);
+                              align, header, allocate, class_indices);
   }
 
  private:
@@ -359,7 +359,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("keys", &Batch::keys)
       .def("stream", &Batch::stream, py::arg("index"))
       .def("torch_item", &Batch::torch_item, py::arg("sparse_as_dense"), py::arg("align"), py::arg("header"),
-           py::arg("allocate"));
+           py::arg("allocate"), py::arg("class_indices") = std::map<std::string, int64_t>{});
 
   py::class_<Reader>(m, "Reader")
       .def_static("from_files", &Reader::from_files, py::arg("files"), py::arg("overrides"), py::arg("path"))
