@@ -11,6 +11,7 @@
 #include <system_error>
 #include <unordered_set>
 
+#include "cntkio/env.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
 #include "core/output_file.hpp"
@@ -99,10 +100,13 @@ class StagedFiles {
     }
     for (const fs::path& relative : files_) {
       const fs::path target = dir_ / relative;
-      std::error_code ec;
-      const bool existed = fs::exists(fs::symlink_status(target, ec));
-      fs::rename(staging_ / relative, target, ec);
-      if (ec) throw IoError("cannot move a feature file into place", target.string(), ec.value());
+      Env& env = *Env::current();
+      const bool existed = env.file_exists(target.string());
+      try {
+        env.rename_file((staging_ / relative).string(), target.string());
+      } catch (const IoError& e) {
+        throw IoError("cannot move a feature file into place", target.string(), e.error_number());
+      }
       if (!existed) moved_.push_back(target);
     }
     finish();
@@ -130,7 +134,13 @@ class StagedFiles {
   void roll_back() noexcept {
     std::error_code ignored;
     if (!staging_.empty()) fs::remove_all(staging_, ignored);
-    for (const fs::path& file : moved_) fs::remove(file, ignored);
+    for (const fs::path& file : moved_) {
+      try {
+        Env::current()->remove_file(file.string());
+      } catch (const Error&) {
+        // already gone: nothing to undo
+      }
+    }
     // Newest first, and only while empty: what another process put there stays.
     for (auto it = created_.rbegin(); it != created_.rend(); ++it) fs::remove(*it, ignored);
   }

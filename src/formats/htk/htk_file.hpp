@@ -5,11 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cntkio/htk.hpp"
 #include "core/input_file.hpp"
+#include "core/output_file.hpp"
 
 namespace cntkio::htk {
 
@@ -62,7 +64,8 @@ void check_frames_present(const PositionedFile& file, const HtkHeader& header, u
                           uint64_t count);
 
 /// Writes one HTK feature file frame by frame: the header is completed by finish(), so the frame count need
-/// not be known in advance. The file is written as `<path>.partial` and renamed by finish().
+/// not be known in advance. The file is written as `<path>.partial` and renamed by finish() (the Env's
+/// atomic commit); destroyed without finish(), it removes the partial file.
 class HtkWriter {
  public:
   /// `a`/`b` (dim values each) are the compression vectors; required iff options.compressed.
@@ -81,11 +84,10 @@ class HtkWriter {
  private:
   void write(const void* data, size_t bytes);
   std::string path_;
-  std::string partial_;
   size_t dim_;
   HtkWriteOptions options_;
   std::vector<float> a_, b_;
-  std::FILE* file_ = nullptr;
+  std::unique_ptr<core::OutputFile> file_;  // the Env's atomic writer
   uint64_t frames_ = 0;
   bool swap_ = false;
   std::vector<unsigned char> buffer_;
