@@ -287,7 +287,11 @@ class PosixWritableFile final : public WritableFile {
     while (n > 0) {
       const ssize_t got = ::pwrite(fd_, p, n, static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) throw IoError("cannot write output file", temp_, got < 0 ? errno : EIO);
+      if (got <= 0) {
+        throw IoError("cannot write bytes " + std::to_string(offset) + ".." + std::to_string(offset + n) +
+                          " of output file",
+                      temp_, got < 0 ? errno : EIO);
+      }
       p += got;
       n -= static_cast<size_t>(got);
       offset += static_cast<uint64_t>(got);

@@ -83,6 +83,12 @@ PositionedFile::PositionedFile(const std::string& path)
     : file_(core::InputFile::open(path, "error opening file")) {}
 
 bool PositionedFile::read_at(uint64_t offset, void* out, size_t bytes) const {
+  // Bytes the file held when it was opened and no longer gives: it was cut under the reader (or the read
+  // fell short), an IoError naming the range, not a malformed file.
+  if (offset + bytes <= file_.size()) {
+    file_.read_exact_at(offset, out, bytes);
+    return true;
+  }
   return file_.read_at(offset, out, bytes) == bytes;
 }
 

@@ -27,7 +27,8 @@ class PositionedFile {
   const std::string& path() const { return file_.path(); }
   /// Size in bytes when the file was opened.
   uint64_t size() const { return file_.size(); }
-  /// Reads exactly `bytes` at `offset`; false if the file ends first. Throws IoError on a read failure.
+  /// Reads exactly `bytes` at `offset`; false if the file (as it was opened) ends first. Throws IoError on a
+  /// read failure, and when bytes the file held when it was opened are gone (it was cut under the reader).
   bool read_at(uint64_t offset, void* out, size_t bytes) const;
 
  private:
