@@ -96,7 +96,8 @@ struct WritableFileOptions {
   /// `<path>.partial.XXXXXX` when that name is taken (a file that is there is never replaced nor removed:
   /// it is not this writer's). A name given here is the caller's own: a file there is replaced.
   std::string temp_path;
-  /// Sync the file before the rename and the folder after it (false: the rename alone, for scratch files).
+  /// Sync the file before the rename and the folder after it. False: the rename alone, for files made
+  /// durable together afterwards (Env::sync_storage(), then Env::sync_folder()) or scratch files.
   bool durable = true;
 };
 
@@ -162,6 +163,11 @@ class Env {
   virtual void remove_file(const std::string& path) = 0;
   /// Renames `from` to `to`, replacing a file there. Throws IoError naming `to`.
   virtual void rename_file(const std::string& from, const std::string& to) = 0;
+  /// Makes the names in folder `dir` durable (what was created, renamed or removed in it). Throws IoError.
+  virtual void sync_folder(const std::string& dir) = 0;
+  /// Makes every file written on the storage that holds `path` durable: one call for many files written
+  /// with WritableFileOptions::durable = false (POSIX: syncfs). Throws IoError.
+  virtual void sync_storage(const std::string& path) = 0;
 
   /// The paths matching `pattern`, sorted: wildcards (`*`, `?`, `[...]`, as fnmatch) in its last component
   /// only, listed with list_dir(); a pattern without wildcards gives itself when file_exists(). Names

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <system_error>
 #include <unordered_set>
@@ -87,6 +88,8 @@ class StagedFiles {
   }
 
   /// Moves every staged file into place (creating its folders), then calls `finish` (the SCP's rename).
+  /// The staged files were written without a sync each: one sync of their storage makes them durable before
+  /// they are moved, and one sync of each folder they are moved to makes the moves durable.
   void commit(const std::function<void()>& finish) {
     // Everything that can fail without touching an existing file comes first: the folders, and targets that
     // a file cannot replace.
@@ -98,9 +101,12 @@ class StagedFiles {
         throw IoError("cannot replace a folder with a feature file", target.string(), EISDIR);
       }
     }
+    Env& env = *Env::current();
+    env.sync_storage(staging_.string());
+    std::set<std::string> folders;
     for (const fs::path& relative : files_) {
       const fs::path target = dir_ / relative;
-      Env& env = *Env::current();
+      folders.insert(target.parent_path().string());
       const bool existed = env.file_exists(target.string());
       try {
         env.rename_file((staging_ / relative).string(), target.string());
@@ -109,6 +115,7 @@ class StagedFiles {
       }
       if (!existed) moved_.push_back(target);
     }
+    for (const std::string& folder : folders) env.sync_folder(folder);
     finish();
     committed_ = true;
     std::error_code ignored;
@@ -243,7 +250,7 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
       });
       htk::compression_vectors(lo, hi, a, b);
     }
-    htk::HtkWriter writer(staged_file.string(), dim, options.write, std::move(a), std::move(b));
+    htk::HtkWriter writer(staged_file.string(), dim, options.write, std::move(a), std::move(b), false);
     for_each_sequence(source, stream, [&](const std::string& key, const float* frames, size_t count) {
       check_key(key);
       check_unique(key);
@@ -257,7 +264,7 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
       check_key(key);
       check_unique(key);
       const fs::path file = dir / (key + ".htk");
-      write_htk_file(staged.stage(key + ".htk").string(), frames, count, dim, options.write);
+      htk::write_file(staged.stage(key + ".htk").string(), frames, count, dim, options.write, false);
       add_line(key, file, 0, count);
     });
   }

@@ -73,7 +73,8 @@ class FaultSequentialFile final : public SequentialFile {
 
 class FaultWritableFile final : public WritableFile {
  public:
-  FaultWritableFile(FaultEnv& env, std::unique_ptr<WritableFile> base) : env_(env), base_(std::move(base)) {}
+  FaultWritableFile(FaultEnv& env, std::unique_ptr<WritableFile> base, bool durable)
+      : env_(env), base_(std::move(base)), durable_(durable) {}
   const std::string& path() const override { return base_->path(); }
   const std::string& temp_path() const override { return base_->temp_path(); }
   uint64_t position() const override { return base_->position(); }
@@ -101,7 +102,11 @@ class FaultWritableFile final : public WritableFile {
   }
   void commit() override {
     try {
-      sync();
+      if (durable_) {
+        sync();
+      } else {
+        flush();
+      }
     } catch (...) {
       base_->abandon();
       throw;
@@ -133,6 +138,7 @@ class FaultWritableFile final : public WritableFile {
  private:
   FaultEnv& env_;
   std::unique_ptr<WritableFile> base_;
+  bool durable_;
 };
 
 }  // namespace
@@ -172,7 +178,7 @@ std::unique_ptr<SequentialFile> FaultEnv::new_sequential_file(const std::string&
 
 std::unique_ptr<WritableFile> FaultEnv::new_writable_file(const std::string& path,
                                                           const WritableFileOptions& options) {
-  return std::make_unique<FaultWritableFile>(*this, base_->new_writable_file(path, options));
+  return std::make_unique<FaultWritableFile>(*this, base_->new_writable_file(path, options), options.durable);
 }
 
 void FaultEnv::rename_file(const std::string& from, const std::string& to) {
@@ -181,6 +187,19 @@ void FaultEnv::rename_file(const std::string& from, const std::string& to) {
     throw IoError("cannot rename '" + from + "' to", to, fault->error);
   }
   base_->rename_file(from, to);
+}
+
+void FaultEnv::sync_folder(const std::string& dir) {
+  if (const Fault* fault = next(Fault::Op::kSync, dir))
+    throw IoError("cannot sync the folder", dir, fault->error);
+  base_->sync_folder(dir);
+}
+
+void FaultEnv::sync_storage(const std::string& path) {
+  if (const Fault* fault = next(Fault::Op::kSync, path)) {
+    throw IoError("cannot sync the storage of", path, fault->error);
+  }
+  base_->sync_storage(path);
 }
 
 }  // namespace cntkio::core

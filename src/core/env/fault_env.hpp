@@ -6,7 +6,8 @@
 // Counting: each operation kind has one counter for the whole FaultEnv, counting the operations on paths
 // that contain the fault's `path_contains` (all paths when empty); a fault fires on operations nth ..
 // nth + times - 1 of its kind. Reads are RandomAccessFile::read_at and SequentialFile::read; writes are
-// WritableFile::append and write_at; syncs are WritableFile::sync and the sync of commit(); renames are
+// WritableFile::append and write_at; syncs are WritableFile::sync, the sync of commit(), Env::sync_folder and
+// Env::sync_storage; renames are
 // commit()'s rename and Env::rename_file. Files opened through a FaultEnv are never mapped (map() gives
 // nullptr) unless `allow_map`, so that readers read them with read_at, where the faults are.
 //
@@ -78,6 +79,8 @@ class FaultEnv final : public Env {
   std::vector<std::string> list_dir(const std::string& dir) override { return base_->list_dir(dir); }
   void remove_file(const std::string& path) override { base_->remove_file(path); }
   void rename_file(const std::string& from, const std::string& to) override;
+  void sync_folder(const std::string& dir) override;
+  void sync_storage(const std::string& path) override;
 
   /// The fault that applies to this operation of `op` on `path`, counting it; nullptr when none.
   const Fault* next(Fault::Op op, const std::string& path);

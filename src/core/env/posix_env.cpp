@@ -169,16 +169,19 @@ class PosixSequentialFile final : public SequentialFile {
   uint64_t position_ = 0;
 };
 
-void sync_folder_of(const std::string& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
+void sync_directory(const std::string& folder, bool whole_storage) {
+  const std::string dir = folder.empty() ? std::string(".") : folder;
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw IoError("cannot open the folder to sync the rename of", path, errno);
+  if (fd < 0) throw IoError("cannot open the folder to sync it", dir, errno);
   // Some file systems cannot sync a folder (EINVAL): the rename is then as durable as they make it.
-  const int rc = ::fsync(fd);
+  const int rc = whole_storage ? ::syncfs(fd) : ::fsync(fd);
   const int e = errno;
   ::close(fd);
-  if (rc != 0 && e != EINVAL && e != EROFS) throw IoError("cannot sync the folder of", path, e);
+  if (rc != 0 && e != EINVAL && e != EROFS) throw IoError("cannot sync the folder", dir, e);
+}
+
+void sync_folder_of(const std::string& path) {
+  sync_directory(std::filesystem::path(path).parent_path().string(), false);
 }
 
 class PosixWritableFile final : public WritableFile {
@@ -206,7 +209,6 @@ class PosixWritableFile final : public WritableFile {
       }
     }
     if (fd_ < 0) throw IoError("cannot create output file", temp_, errno);
-    buffer_.resize(kWriteBufferBytes);
   }
   ~PosixWritableFile() override {
     if (!committed_) abandon();
@@ -220,12 +222,14 @@ class PosixWritableFile final : public WritableFile {
     if (n == 0) return;  // data may be null then (an empty vector's data()): memcpy must not see it
     check_open();
     const auto* bytes = static_cast<const unsigned char*>(data);
-    if (used_ + n > buffer_.size()) flush();
-    if (n >= buffer_.size()) {
+    // Allocated on first use and not cleared: a writer of many small files pays only for what it writes.
+    if (!buffer_) buffer_ = std::make_unique_for_overwrite<unsigned char[]>(kWriteBufferBytes);
+    if (used_ + n > kWriteBufferBytes) flush();
+    if (n >= kWriteBufferBytes) {
       write_fully(bytes, n, written_);
       written_ += n;
     } else {
-      std::memcpy(buffer_.data() + used_, bytes, n);
+      std::memcpy(buffer_.get() + used_, bytes, n);
       used_ += n;
     }
   }
@@ -244,7 +248,7 @@ class PosixWritableFile final : public WritableFile {
   void flush() override {
     check_open();
     if (used_ == 0) return;
-    write_fully(buffer_.data(), used_, written_);
+    write_fully(buffer_.get(), used_, written_);
     written_ += used_;
     used_ = 0;
   }
@@ -302,9 +306,9 @@ class PosixWritableFile final : public WritableFile {
   std::string temp_;
   bool durable_ = true;
   int fd_ = -1;
-  std::vector<unsigned char> buffer_;
-  size_t used_ = 0;       // bytes in buffer_, after the written_ bytes in the file
-  uint64_t written_ = 0;  // bytes handed to the file
+  std::unique_ptr<unsigned char[]> buffer_;  // kWriteBufferBytes, allocated by the first append
+  size_t used_ = 0;                          // bytes in buffer_, after the written_ bytes in the file
+  uint64_t written_ = 0;                     // bytes handed to the file
   bool committed_ = false;
   bool removed_ = false;
 };
@@ -349,6 +353,12 @@ class PosixEnv final : public Env {
   void rename_file(const std::string& from, const std::string& to) override {
     if (std::rename(from.c_str(), to.c_str()) != 0)
       throw IoError("cannot rename '" + from + "' to", to, errno);
+  }
+  void sync_folder(const std::string& dir) override { sync_directory(dir, false); }
+  void sync_storage(const std::string& path) override {
+    std::error_code ec;
+    const bool is_dir = std::filesystem::is_directory(path, ec);
+    sync_directory(is_dir ? path : std::filesystem::path(path).parent_path().string(), true);
   }
 };
 

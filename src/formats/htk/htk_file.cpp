@@ -231,7 +231,7 @@ void compression_vectors(const std::vector<float>& lo, const std::vector<float>&
 }
 
 HtkWriter::HtkWriter(std::string path, size_t dim, const HtkWriteOptions& options, std::vector<float> a,
-                     std::vector<float> b)
+                     std::vector<float> b, bool durable)
     : path_(std::move(path)), dim_(dim), options_(options), a_(std::move(a)), b_(std::move(b)) {
   core::check_output_name(path_);
   core::check_output_path(path_);
@@ -245,7 +245,9 @@ HtkWriter::HtkWriter(std::string path, size_t dim, const HtkWriteOptions& option
     throw UsageError("HTK writer: compressed output needs A and B vectors of the frame dimension.");
   }
   swap_ = options_.big_endian != (std::endian::native == std::endian::big);
-  file_ = std::make_unique<core::OutputFile>(path_);
+  WritableFileOptions file_options;
+  file_options.durable = durable;
+  file_ = std::make_unique<core::OutputFile>(path_, file_options);
   uint16_t kind = static_cast<uint16_t>(static_cast<uint16_t>(options_.kind) | options_.qualifiers);
   if (options_.compressed) kind |= kQualC;
   // The header is written again with the real frame count by finish().
@@ -311,12 +313,8 @@ void HtkWriter::finish() {
   file_->commit();
 }
 
-}  // namespace cntkio::htk
-
-namespace cntkio {
-
-void write_htk_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
-                    const HtkWriteOptions& options) {
+void write_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
+                const HtkWriteOptions& options, bool durable) {
   std::vector<float> a, b;
   if (options.compressed) {
     std::vector<float> lo(dim, 0.0f), hi(dim, 0.0f);
@@ -325,11 +323,20 @@ void write_htk_file(const std::string& path, const float* frames, size_t num_fra
       lo[i % dim] = std::min(lo[i % dim], frames[i]);
       hi[i % dim] = std::max(hi[i % dim], frames[i]);
     }
-    htk::compression_vectors(lo, hi, a, b);
+    compression_vectors(lo, hi, a, b);
   }
-  htk::HtkWriter writer(path, dim, options, std::move(a), std::move(b));
+  HtkWriter writer(path, dim, options, std::move(a), std::move(b), durable);
   writer.append(frames, num_frames);
   writer.finish();
+}
+
+}  // namespace cntkio::htk
+
+namespace cntkio {
+
+void write_htk_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
+                    const HtkWriteOptions& options) {
+  htk::write_file(path, frames, num_frames, dim, options, true);
 }
 
 }  // namespace cntkio

@@ -69,9 +69,10 @@ void check_frames_present(const PositionedFile& file, const HtkHeader& header, u
 /// atomic commit); destroyed without finish(), it removes the partial file.
 class HtkWriter {
  public:
-  /// `a`/`b` (dim values each) are the compression vectors; required iff options.compressed.
+  /// `a`/`b` (dim values each) are the compression vectors; required iff options.compressed. `durable`:
+  /// finish() syncs the file and its folder (false: the caller makes many files durable at once).
   HtkWriter(std::string path, size_t dim, const HtkWriteOptions& options, std::vector<float> a = {},
-            std::vector<float> b = {});
+            std::vector<float> b = {}, bool durable = true);
   ~HtkWriter();
   HtkWriter(const HtkWriter&) = delete;
   HtkWriter& operator=(const HtkWriter&) = delete;
@@ -93,6 +94,10 @@ class HtkWriter {
   bool swap_ = false;
   std::vector<unsigned char> buffer_;
 };
+
+/// write_htk_file(), with `durable` as HtkWriter's.
+void write_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
+                const HtkWriteOptions& options, bool durable);
 
 /// HTK's compression vectors for values in [lo[k], hi[k]] per dimension: x = (v + B) / A, v in ±32767.
 void compression_vectors(const std::vector<float>& lo, const std::vector<float>& hi, std::vector<float>& a,
