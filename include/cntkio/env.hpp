@@ -163,6 +163,13 @@ class Env {
   virtual void remove_file(const std::string& path) = 0;
   /// Renames `from` to `to`, replacing a file there. Throws IoError naming `to`.
   virtual void rename_file(const std::string& from, const std::string& to) = 0;
+  /// Creates the folder `dir` (its parent must exist). Returns false when a folder is there already. Throws
+  /// IoError (EEXIST when something else is there).
+  virtual bool create_dir(const std::string& dir) = 0;
+  /// Removes the empty folder `dir`. Throws IoError (ENOTEMPTY when it holds anything).
+  virtual void remove_dir(const std::string& dir) = 0;
+  /// Whether `path` names a folder (a symbolic link is not followed). Never throws.
+  virtual bool is_dir(const std::string& path) = 0;
   /// Makes the names in folder `dir` durable (what was created, renamed or removed in it). Throws IoError.
   virtual void sync_folder(const std::string& dir) = 0;
   /// Makes every file written on the storage that holds `path` durable: one call for many files written

@@ -129,6 +129,23 @@ TEST(Env, ListsAndGlobsAFolder) {
   env.remove_file(prefix + "c.txt");
   EXPECT_FALSE(env.file_exists(prefix + "c.txt"));
   EXPECT_THROW(env.remove_file(prefix + "c.txt"), IoError);
+  EXPECT_TRUE(env.create_dir(prefix + "sub"));
+  EXPECT_FALSE(env.create_dir(prefix + "sub"));  // already a folder
+  EXPECT_TRUE(env.is_dir(prefix + "sub"));
+  EXPECT_FALSE(env.is_dir(prefix + "a.ctf"));
+  try {
+    env.create_dir(prefix + "a.ctf");
+    FAIL() << "a folder over a file";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.error_number(), EEXIST);
+  }
+  dir.write("sub/x", "x");
+  EXPECT_THROW(env.remove_dir(prefix + "sub"), IoError);  // not empty
+  env.remove_file(prefix + "sub/x");
+  env.remove_dir(prefix + "sub");
+  EXPECT_FALSE(env.file_exists(prefix + "sub"));
+  env.sync_folder(base);
+  env.sync_storage(prefix + "a.ctf");
 }
 
 TEST(Env, InputFilesMappedFilesAndOutputFilesGoThroughTheInstalledEnv) {

@@ -79,6 +79,9 @@ class FaultEnv final : public Env {
   std::vector<std::string> list_dir(const std::string& dir) override { return base_->list_dir(dir); }
   void remove_file(const std::string& path) override { base_->remove_file(path); }
   void rename_file(const std::string& from, const std::string& to) override;
+  bool create_dir(const std::string& dir) override { return base_->create_dir(dir); }
+  void remove_dir(const std::string& dir) override { base_->remove_dir(dir); }
+  bool is_dir(const std::string& path) override { return base_->is_dir(path); }
   void sync_folder(const std::string& dir) override;
   void sync_storage(const std::string& path) override;
 

@@ -354,6 +354,19 @@ class PosixEnv final : public Env {
     if (std::rename(from.c_str(), to.c_str()) != 0)
       throw IoError("cannot rename '" + from + "' to", to, errno);
   }
+  bool create_dir(const std::string& dir) override {
+    if (::mkdir(dir.c_str(), 0777) == 0) return true;
+    const int e = errno;
+    if (e == EEXIST && is_dir(dir)) return false;
+    throw IoError("cannot create folder", dir, e);
+  }
+  void remove_dir(const std::string& dir) override {
+    if (::rmdir(dir.c_str()) != 0) throw IoError("cannot remove folder", dir, errno);
+  }
+  bool is_dir(const std::string& path) override {
+    struct stat st {};
+    return path.find('\0') == std::string::npos && ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  }
   void sync_folder(const std::string& dir) override { sync_directory(dir, false); }
   void sync_storage(const std::string& path) override {
     std::error_code ec;
