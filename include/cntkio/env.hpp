@@ -122,7 +122,8 @@ class WritableFile {
   /// flush(), then makes the bytes durable (fsync). Throws IoError.
   virtual void sync() = 0;
   /// Completes the file atomically: flush, sync, close, rename the temporary over the final name, sync the
-  /// folder. Throws IoError; the temporary is then removed and the final name keeps what it held before.
+  /// folder. Throws IoError; when it fails before the rename, the temporary is removed and the final name
+  /// keeps what it held before (when only the folder's sync fails, the whole file is at its final name).
   virtual void commit() = 0;
   /// Closes and removes the temporary; the final name is not touched. Never throws.
   virtual void abandon() noexcept = 0;
