@@ -12,6 +12,7 @@
 #include "cntkio/ctf.hpp"
 #include "cntkio/deserializer.hpp"
 #include "cntkio/distributed.hpp"
+#include "cntkio/env.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
 #include "cntkio/image.hpp"

@@ -1,16 +1,16 @@
 // convert_to_htk: any deserializer's dense stream -> HTK feature files + SCP (cntkio convert-htk).
-#include <stdlib.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <random>
+#include <set>
 #include <string>
-#include <system_error>
 #include <unordered_set>
 
+#include "cntkio/env.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
 #include "core/output_file.hpp"
@@ -65,9 +65,21 @@ class StagedFiles {
  public:
   explicit StagedFiles(fs::path dir) : dir_(std::move(dir)) {
     create_folders(dir_);
-    std::string name = (dir_ / ".cntkio-partial-XXXXXX").string();
-    if (::mkdtemp(name.data()) == nullptr) throw IoError("cannot create a folder in", dir_.string(), errno);
-    staging_ = name;
+    // A fresh folder of this conversion's own: another one's (running, or dead) is never touched.
+    std::random_device random;
+    const char* letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for (int attempt = 0; attempt < 100 && staging_.empty(); ++attempt) {
+      std::string name = ".cntkio-partial-";
+      for (int i = 0; i < 6; ++i) name += letters[random() % 62];
+      const fs::path candidate = dir_ / name;
+      try {
+        if (env_.create_dir(candidate.string())) staging_ = candidate;
+      } catch (const IoError& e) {
+        if (e.error_number() != EEXIST)
+          throw IoError("cannot create a folder in", dir_.string(), e.error_number());
+      }
+    }
+    if (staging_.empty()) throw IoError("cannot create a folder in", dir_.string(), EEXIST);
   }
   ~StagedFiles() {
     if (!committed_) roll_back();
@@ -78,63 +90,111 @@ class StagedFiles {
   /// Where to write the file that commit() moves to `dir/relative`.
   fs::path stage(const fs::path& relative) {
     const fs::path staged = staging_ / relative;
-    std::error_code ec;
-    fs::create_directories(staged.parent_path(), ec);
-    if (ec) throw IoError("cannot create output folder", staged.parent_path().string(), ec.value());
+    std::vector<fs::path> missing;
+    for (fs::path p = staged.parent_path(); p != staging_ && !env_.is_dir(p.string()); p = p.parent_path()) {
+      missing.push_back(p);
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      try {
+        env_.create_dir(it->string());
+      } catch (const IoError& e) {
+        throw IoError("cannot create output folder", it->string(), e.error_number());
+      }
+    }
     files_.push_back(relative);
     return staged;
   }
 
   /// Moves every staged file into place (creating its folders), then calls `finish` (the SCP's rename).
+  /// The staged files were written without a sync each: one sync of their storage makes them durable before
+  /// they are moved, and one sync of each folder they are moved to makes the moves durable.
   void commit(const std::function<void()>& finish) {
     // Everything that can fail without touching an existing file comes first: the folders, and targets that
     // a file cannot replace.
     for (const fs::path& relative : files_) {
       const fs::path target = dir_ / relative;
       create_folders(target.parent_path());
-      std::error_code ec;
-      if (fs::is_directory(fs::symlink_status(target, ec))) {
+      if (env_.is_dir(target.string())) {
         throw IoError("cannot replace a folder with a feature file", target.string(), EISDIR);
       }
     }
+    Env& env = env_;
+    env.sync_storage(staging_.string());
+    std::set<std::string> folders;
     for (const fs::path& relative : files_) {
       const fs::path target = dir_ / relative;
-      std::error_code ec;
-      const bool existed = fs::exists(fs::symlink_status(target, ec));
-      fs::rename(staging_ / relative, target, ec);
-      if (ec) throw IoError("cannot move a feature file into place", target.string(), ec.value());
+      folders.insert(target.parent_path().string());
+      const bool existed = env.file_exists(target.string());
+      try {
+        env.rename_file((staging_ / relative).string(), target.string());
+      } catch (const IoError& e) {
+        throw IoError("cannot move a feature file into place", target.string(), e.error_number());
+      }
       if (!existed) moved_.push_back(target);
     }
+    for (const std::string& folder : folders) env.sync_folder(folder);
     finish();
     committed_ = true;
-    std::error_code ignored;
-    fs::remove_all(staging_, ignored);  // only its (now empty) folders are left
+    remove_tree(staging_);  // only its (now empty) folders are left
   }
 
  private:
   // Creates `dir` and its missing parents, remembering which it created.
   void create_folders(const fs::path& dir) {
     std::vector<fs::path> missing;
-    std::error_code ec;
-    for (fs::path p = dir; !p.empty() && !fs::exists(fs::symlink_status(p, ec)); p = p.parent_path()) {
+    for (fs::path p = dir; !p.empty() && !env_.file_exists(p.string()); p = p.parent_path()) {
       missing.push_back(p);
       if (p == p.parent_path()) break;
     }
     for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-      const bool created = fs::create_directory(*it, ec);
-      if (ec) throw IoError("cannot create output folder", it->string(), ec.value());
+      bool created = false;
+      try {
+        created = env_.create_dir(it->string());
+      } catch (const IoError& e) {
+        throw IoError("cannot create output folder", it->string(), e.error_number());
+      }
       if (created) created_.push_back(*it);  // else another process made it meanwhile: not ours
     }
   }
 
-  void roll_back() noexcept {
-    std::error_code ignored;
-    if (!staging_.empty()) fs::remove_all(staging_, ignored);
-    for (const fs::path& file : moved_) fs::remove(file, ignored);
-    // Newest first, and only while empty: what another process put there stays.
-    for (auto it = created_.rbegin(); it != created_.rend(); ++it) fs::remove(*it, ignored);
+  // Removes `dir` and everything in it (this conversion's staging folder only). Never throws.
+  void remove_tree(const fs::path& dir) noexcept {
+    try {
+      for (const std::string& name : env_.list_dir(dir.string())) {
+        const fs::path entry = dir / name;
+        if (env_.is_dir(entry.string())) {
+          remove_tree(entry);
+        } else {
+          env_.remove_file(entry.string());
+        }
+      }
+      env_.remove_dir(dir.string());
+    } catch (const Error&) {
+      // what cannot be removed stays; the conversion's outcome does not depend on it
+    }
   }
 
+  void roll_back() noexcept {
+    if (!staging_.empty()) remove_tree(staging_);
+    for (const fs::path& file : moved_) {
+      try {
+        env_.remove_file(file.string());
+      } catch (const Error&) {
+        // already gone: nothing to undo
+      }
+    }
+    // Newest first, and only while empty: what another process put there stays.
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+      try {
+        env_.remove_dir(it->string());
+      } catch (const Error&) {
+        // not empty (another process's files) or gone
+      }
+    }
+  }
+
+  std::shared_ptr<Env> env_owner_ = Env::current();  // the Env of the whole conversion
+  Env& env_ = *env_owner_;
   fs::path dir_;
   fs::path staging_;
   std::vector<fs::path> files_;    // relative to dir_ and to staging_
@@ -233,7 +293,7 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
       });
       htk::compression_vectors(lo, hi, a, b);
     }
-    htk::HtkWriter writer(staged_file.string(), dim, options.write, std::move(a), std::move(b));
+    htk::HtkWriter writer(staged_file.string(), dim, options.write, std::move(a), std::move(b), false);
     for_each_sequence(source, stream, [&](const std::string& key, const float* frames, size_t count) {
       check_key(key);
       check_unique(key);
@@ -247,7 +307,7 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
       check_key(key);
       check_unique(key);
       const fs::path file = dir / (key + ".htk");
-      write_htk_file(staged.stage(key + ".htk").string(), frames, count, dim, options.write);
+      htk::write_file(staged.stage(key + ".htk").string(), frames, count, dim, options.write, false);
       add_line(key, file, 0, count);
     });
   }

@@ -4,68 +4,58 @@
 // same IoError everywhere instead of reading as empty, blocking forever or never ending (/dev/zero).
 #pragma once
 
-#include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "cntkio/env.hpp"
+
 namespace cntkio::core {
 
-/// What tells one version of a file from another: the same device, inode, size and modification and change
-/// times (nanoseconds) mean the same bytes, as far as the file system lets a reader know.
-struct FileIdentity {
-  uint64_t device = 0;
-  uint64_t inode = 0;
-  uint64_t size = 0;
-  int64_t mtime_ns = 0;
-  int64_t ctime_ns = 0;
-  auto operator<=>(const FileIdentity&) const = default;
-};
+/// The identity of one version of a file (cntkio/env.hpp).
+using FileIdentity = cntkio::FileIdentity;
 
 /// Throws UsageError when `path` cannot name a file: it is empty, or it holds a NUL byte (the operating
 /// system would silently cut the path there and open another file).
 void check_input_path(std::string_view path);
 
-/// An input file open for reading. Only regular files open. Move-only; closes its descriptor when destroyed.
+/// An input file open for reading, opened through the process's Env (Env::current()): only regular files
+/// open. Move-only; closes the file when destroyed.
 /// Thread-safety: the const members may be called from several threads at once.
 class InputFile {
  public:
-  /// Opens `path`. `open_failure` begins the IoError's text when the file cannot be opened or is not a
-  /// regular file ("cannot open input file", or the text CNTK gives for that kind of file). Throws UsageError
-  /// for a path check_input_path() refuses.
+  /// Opens `path` through Env::current(). `open_failure` begins the IoError's text when the file cannot be
+  /// opened or is not a regular file ("cannot open input file", or the text CNTK gives for that kind of
+  /// file). Throws UsageError for a path check_input_path() refuses.
   static InputFile open(const std::string& path, const std::string& open_failure = "cannot open input file");
 
   InputFile() = default;
-  ~InputFile();
-  InputFile(InputFile&& other) noexcept;
-  InputFile& operator=(InputFile&& other) noexcept;
-  InputFile(const InputFile&) = delete;
-  InputFile& operator=(const InputFile&) = delete;
+  explicit InputFile(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}
 
-  bool is_open() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
+  bool is_open() const { return file_ != nullptr; }
+  /// The Env's file (for a mapping).
+  const RandomAccessFile& file() const { return *file_; }
+  const std::string& path() const { return file_->path(); }
   /// Size in bytes when the file was opened.
-  uint64_t size() const { return identity_.size; }
-  const FileIdentity& identity() const { return identity_; }
+  uint64_t size() const { return file_->size(); }
+  const FileIdentity& identity() const { return file_->identity(); }
   /// Modification time in whole seconds when the file was opened.
-  int64_t mtime_seconds() const { return identity_.mtime_ns / 1000000000; }
+  int64_t mtime_seconds() const { return identity().mtime_ns / 1000000000; }
 
   /// Reads up to `n` bytes at `offset` into `buffer`; fewer only where the file ends. Throws IoError.
-  size_t read_at(uint64_t offset, void* buffer, size_t n) const;
+  size_t read_at(uint64_t offset, void* buffer, size_t n) const { return file_->read_at(offset, buffer, n); }
   /// Reads exactly `n` bytes at `offset`; IoError naming the byte range when the file ends before.
   void read_exact_at(uint64_t offset, void* buffer, size_t n) const;
   /// The file's size now (it may have changed since it was opened). Throws IoError.
-  uint64_t current_size() const;
+  uint64_t current_size() const { return file_->current_size(); }
   /// Every byte of the file, read to its end (not only to the size it had when opened). IoError when it holds
   /// more than `max_bytes`.
   std::string read_all(uint64_t max_bytes = UINT64_MAX) const;
 
  private:
-  int fd_ = -1;
-  std::string path_;
-  FileIdentity identity_;
+  std::unique_ptr<RandomAccessFile> file_;
 };
 
 /// The whole content of the regular file `path` (InputFile::open, then read_all).

@@ -1,112 +1,18 @@
 #include "core/mapped_file.hpp"
 
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 
 #include "cntkio/errors.hpp"
+#include "core/env/sigbus_guard.hpp"
 
 namespace cntkio::core {
 namespace {
 
 // Files up to this size are read into memory: a mapping costs a guard slot and a kernel mapping.
 constexpr uint64_t kReadIntoMemoryBelow = 64 * 1024;
-
-// The SIGBUS guard. The handler reads the table without locks (only atomics), registration takes a mutex.
-constexpr int kGuardSlots = 4096;
-struct GuardSlot {
-  std::atomic<uintptr_t> begin{0};  // 0: free
-  std::atomic<uintptr_t> end{0};
-  std::atomic<uint32_t> faulted{0};
-};
-GuardSlot g_slots[kGuardSlots];
-std::mutex g_registration;
-struct sigaction g_previous {};
-uintptr_t g_page_size = 4096;
-std::atomic<uint64_t> g_faults{0};
-
-void forward_to_previous(int signal_number, siginfo_t* info, void* context) {
-  if ((g_previous.sa_flags & SA_SIGINFO) != 0) {
-    if (g_previous.sa_sigaction != nullptr) g_previous.sa_sigaction(signal_number, info, context);
-    return;
-  }
-  if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN &&
-      g_previous.sa_handler != nullptr) {
-    g_previous.sa_handler(signal_number);
-    return;
-  }
-  // Default action: restore it. A fault re-runs the faulting instruction and dies as it would have without
-  // cntkio; a signal sent by a process must be sent again.
-  struct sigaction fallback {};
-  fallback.sa_handler = SIG_DFL;
-  sigemptyset(&fallback.sa_mask);
-  ::sigaction(signal_number, &fallback, nullptr);
-  if (info == nullptr || info->si_code <= 0) ::raise(signal_number);
-}
-
-void on_sigbus(int signal_number, siginfo_t* info, void* context) {
-  // si_code > 0: raised by the kernel for a memory access, so si_addr is the faulting address.
-  if (info != nullptr && info->si_code > 0) {
-    const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
-    for (GuardSlot& slot : g_slots) {
-      const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
-      if (begin == 0 || address < begin || address >= slot.end.load(std::memory_order_acquire)) continue;
-      const int saved_errno = errno;
-      void* page = reinterpret_cast<void*>(address & ~(g_page_size - 1));
-      void* zeros = ::mmap(page, g_page_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-      errno = saved_errno;
-      if (zeros == MAP_FAILED) break;
-      slot.faulted.store(1, std::memory_order_release);
-      g_faults.fetch_add(1, std::memory_order_relaxed);
-      return;  // the read is retried and now sees zeros
-    }
-  }
-  forward_to_previous(signal_number, info, context);
-}
-
-// Installs the handler unless it is already the active one (someone may have replaced it since: Python's
-// faulthandler, for one); the handler found is the one faults outside cntkio's mappings go to. Called with
-// g_registration held.
-void install_guard() {
-  struct sigaction current {};
-  if (::sigaction(SIGBUS, nullptr, &current) != 0) return;
-  if ((current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == &on_sigbus) return;
-  g_page_size = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  struct sigaction ours {};
-  ours.sa_sigaction = &on_sigbus;
-  ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-  sigemptyset(&ours.sa_mask);
-  g_previous = current;
-  ::sigaction(SIGBUS, &ours, nullptr);
-}
-
-int register_mapping(const char* data, size_t size) {
-  std::lock_guard<std::mutex> lock(g_registration);
-  install_guard();
-  for (int i = 0; i < kGuardSlots; ++i) {
-    GuardSlot& slot = g_slots[i];
-    if (slot.begin.load(std::memory_order_relaxed) != 0) continue;
-    slot.faulted.store(0, std::memory_order_relaxed);
-    slot.end.store(reinterpret_cast<uintptr_t>(data) + size, std::memory_order_release);
-    slot.begin.store(reinterpret_cast<uintptr_t>(data), std::memory_order_release);
-    return i;
-  }
-  return -1;
-}
-
-void unregister_mapping(int slot_index) {
-  std::lock_guard<std::mutex> lock(g_registration);
-  GuardSlot& slot = g_slots[slot_index];
-  slot.begin.store(0, std::memory_order_release);
-  slot.end.store(0, std::memory_order_release);
-}
+constexpr size_t kReadBlock = 16 << 20;
 
 }  // namespace
 
@@ -115,28 +21,24 @@ MappedFile::MappedFile(const std::string& path, const std::string& open_failure)
   size_ = static_cast<size_t>(file_.size());
   if (size_ == 0) return;
   if (size_ > kReadIntoMemoryBelow) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file_.fd(), 0);
-    if (p == MAP_FAILED) throw IoError("cannot map input file", path, errno);
-    ::madvise(p, size_, MADV_SEQUENTIAL);
-    data_ = static_cast<const char*>(p);
-    guard_slot_ = register_mapping(data_, size_);
-    if (guard_slot_ >= 0) return;
-    // Every guard slot is taken: read the file into memory instead, where a cut cannot fault.
-    ::munmap(const_cast<char*>(data_), size_);
-    data_ = nullptr;
+    mapping_ = file_.file().map();
+    if (mapping_) {
+      data_ = mapping_->data();
+      return;
+    }
   }
   owned_ = std::make_unique_for_overwrite<char[]>(size_);
-  const size_t got = file_.read_at(0, owned_.get(), size_);
-  if (got != size_) throw_cut(got);
+  // In blocks: a read that fails names the range it failed in.
+  for (size_t at = 0; at < size_;) {
+    const size_t n = std::min(kReadBlock, size_ - at);
+    const size_t got = file_.read_at(at, owned_.get() + at, n);
+    if (got != n) throw_cut(at + got);
+    at += n;
+  }
   data_ = owned_.get();
 }
 
-MappedFile::~MappedFile() {
-  if (guard_slot_ >= 0) {
-    unregister_mapping(guard_slot_);
-    ::munmap(const_cast<char*>(data_), size_);
-  }
-}
+MappedFile::~MappedFile() = default;
 
 void MappedFile::throw_cut(uint64_t now_size) const {
   throw IoError("the input file was cut while being read: it had " + std::to_string(size_) +
@@ -146,7 +48,7 @@ void MappedFile::throw_cut(uint64_t now_size) const {
 }
 
 void MappedFile::check_intact() const {
-  if (guard_slot_ < 0 || g_slots[guard_slot_].faulted.load(std::memory_order_acquire) == 0) return;
+  if (!mapping_ || mapping_->intact()) return;
   uint64_t now = 0;
   try {
     now = file_.current_size();
@@ -157,15 +59,17 @@ void MappedFile::check_intact() const {
 
 void MappedFile::check_covers(uint64_t end) const {
   check_intact();
-  if (owned_ || size_ == 0) return;
+  if (!mapping_) return;
   const uint64_t now = file_.current_size();
   if (now < end) throw_cut(now);
 }
 
 int64_t file_mtime(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return -1;
-  return static_cast<int64_t>(st.st_mtime);
+  try {
+    return Env::current()->file_identity(path).mtime_ns / 1000000000;
+  } catch (const IoError&) {
+    return -1;
+  }
 }
 
 LineColumn line_column_at(std::string_view text, size_t offset) {
@@ -188,7 +92,7 @@ LineColumn line_column_at(std::string_view text, size_t offset) {
 
 namespace testing {
 uint64_t guarded_faults() {
-  return g_faults.load();
+  return env::guarded_faults();
 }
 }  // namespace testing
 

@@ -1,13 +1,10 @@
-// Read-only memory mapping of a whole input file (opened through input_file.hpp), guarded against the file
-// being cut short while it is mapped.
+// Read-only memory view of a whole input file, opened through input_file.hpp (so through the Env): mapped
+// where the Env can map (the POSIX Env, guarded against SIGBUS when the file is cut while mapped:
+// core/env/sigbus_guard.hpp), read into memory otherwise and for small files.
 //
-// Touching a mapped page past the end of a file that another process truncated raises SIGBUS, which would
-// kill the process. cntkio installs one SIGBUS handler (once, chaining to whatever handler was there
-// before): when the faulting address lies in one of its mappings, it maps a page of zeros over the missing
-// page, marks that mapping as damaged and lets the read go on. Readers call check_intact() once they have
-// used what they read (after an index pass, a chunk's parse, a minibatch's packing), and the damaged mapping
-// then throws an IoError naming the file, so the zeros never reach a minibatch. Faults at any other address
-// go to the previous handler (or kill the process as before). docs/robustness.md describes it.
+// Readers call check_intact() once they have used what they read (after an index pass, a chunk's parse, a
+// minibatch's packing): a mapping whose file was cut then throws an IoError naming the file, so the zeros
+// the guard showed never reach a minibatch. docs/robustness.md describes it.
 #pragma once
 
 #include <cstddef>
@@ -22,8 +19,9 @@ namespace cntkio::core {
 
 class MappedFile {
  public:
-  /// Maps `path` read-only (small files are read into memory instead). Throws IoError; `open_failure` begins
-  /// its text when the file cannot be opened. An empty file maps to an empty view.
+  /// Maps `path` read-only (small files, and files of an Env that cannot map, are read into memory instead).
+  /// Throws IoError; `open_failure` begins its text when the file cannot be opened. An empty file maps to an
+  /// empty view.
   explicit MappedFile(const std::string& path, const std::string& open_failure = "cannot open input file");
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
@@ -50,8 +48,8 @@ class MappedFile {
   InputFile file_;
   const char* data_ = nullptr;
   size_t size_ = 0;
-  std::unique_ptr<char[]> owned_;  // the bytes of a file read into memory instead of mapped
-  int guard_slot_ = -1;            // its slot in the SIGBUS guard's table, -1 when not mapped
+  std::unique_ptr<FileMapping> mapping_;  // null when read into memory
+  std::unique_ptr<char[]> owned_;         // the bytes of a file read into memory instead of mapped
 };
 
 /// Modification time in seconds of `path`, or -1 if it does not exist.

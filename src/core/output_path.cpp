@@ -7,6 +7,13 @@
 
 namespace cntkio::core {
 
+void check_output_name(const std::string& path) {
+  const size_t nul = path.find('\0');
+  if (nul == std::string::npos) return;
+  throw UsageError("The output path '" + path.substr(0, nul) + "\\0" + path.substr(nul + 1) +
+                   "' holds a NUL byte at position " + std::to_string(nul) + "; a path cannot contain one.");
+}
+
 void check_output_path(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;

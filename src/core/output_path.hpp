@@ -10,4 +10,7 @@ namespace cntkio::core {
 /// link, a FIFO, a directory): the rename that completes an output would replace it.
 void check_output_path(const std::string& path);
 
+/// Throws UsageError when `path` holds a NUL byte: the system would write to the path cut there instead.
+void check_output_name(const std::string& path);
+
 }  // namespace cntkio::core

@@ -6,13 +6,13 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <set>
 #include <thread>
 
 #include "cntkio/config.hpp"
+#include "cntkio/env.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/minibatch_source.hpp"
 #include "commands.hpp"
@@ -52,9 +52,11 @@ uint64_t input_bytes(const Config& reader) {
   }
   uint64_t bytes = 0;
   for (const std::string& f : files) {
-    std::error_code ec;
-    uint64_t size = std::filesystem::file_size(f, ec);
-    if (!ec) bytes += size;
+    try {
+      bytes += Env::current()->file_identity(f).size;
+    } catch (const Error&) {
+      // a file the reader cannot open either: the run reports it
+    }
   }
   return bytes;
 }

@@ -1,16 +1,49 @@
 // `cntkio dump`: write a reader's minibatches as text (the conformance runner's code path).
 #include <charconv>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <streambuf>
 #include <string>
 
 #include "cntkio/config.hpp"
 #include "cntkio/errors.hpp"
 #include "commands.hpp"
+#include "core/output_file.hpp"
 #include "pipeline/dump.hpp"
 
 namespace cntkio::cli {
+namespace {
+
+// A std::streambuf that writes to a core::OutputFile in blocks of 64 KiB.
+class OutputFileBuffer final : public std::streambuf {
+ public:
+  explicit OutputFileBuffer(core::OutputFile& file) : file_(file) { setp(block_, block_ + sizeof block_); }
+
+ protected:
+  int_type overflow(int_type c) override {
+    drain();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override {
+    drain();
+    return 0;
+  }
+
+ private:
+  void drain() {
+    file_.write(pbase(), static_cast<size_t>(pptr() - pbase()));
+    setp(block_, block_ + sizeof block_);
+  }
+
+  core::OutputFile& file_;
+  char block_[65536];
+};
+
+}  // namespace
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
@@ -131,10 +164,14 @@ Command add_dump_command(CLI::App& app) {
           std::ios::sync_with_stdio(false);
           pipeline::run_dump(dump, std::cout);
         } else {
-          std::ofstream out(args->output, std::ios::binary);
-          if (!out) throw IoError("cannot create output file", args->output, errno);
+          // Through the Env's atomic writer: a failed dump leaves nothing under the output's name.
+          core::OutputFile file(args->output);
+          OutputFileBuffer buffer(file);
+          std::ostream out(&buffer);
+          out.exceptions(std::ios::badbit);  // the IoError of a failed write propagates as it is
           pipeline::run_dump(dump, out);
-          if (!out) throw IoError("cannot write output file", args->output, errno);
+          out.flush();
+          file.commit();
         }
         return 0;
       }};

@@ -104,11 +104,12 @@ class CtfDeserializer final : public Deserializer {
           summary_.cache_not_written_reason = "string sequence keys are not cached";
         } else if (!is_cache_writer()) {
           summary_.cache_not_written_reason = "local rank 0 of this machine writes it";
-        } else if (ctf::write_index_cache(summary_.cache_file, *index_, options_.chunk_size_in_bytes,
-                                          ctf::stamp_data_file(file_.view(), file_.identity()))) {
+        } else if (std::string failure;
+                   ctf::write_index_cache(summary_.cache_file, *index_, options_.chunk_size_in_bytes,
+                                          ctf::stamp_data_file(file_.view(), file_.identity()), &failure)) {
           summary_.cache_written = true;
         } else {
-          summary_.cache_not_written_reason = "it could not be written";
+          summary_.cache_not_written_reason = "it could not be written: " + failure;
         }
       }
     }

@@ -84,9 +84,11 @@ bool read_cached_record(std::string_view cache, uint64_t file_size, uint64_t ind
 uint64_t chunk_records_hash(std::span<const IndexedSequence> sequences);
 
 /// Writes the sequence list, the chunk table formed with `chunk_size_in_bytes` and the stamp of the data file
-/// to `cache_path` atomically (temporary file + rename). Returns false on failure.
+/// to `cache_path` atomically (Env::new_writable_file: the temporary `<cache_path>.tmp.<host>.<pid>`, fsync,
+/// rename, fsync of the folder). Returns false on failure, with the IoError's text in `failure` if given;
+/// the temporary is then removed and `cache_path` keeps what it held.
 bool write_index_cache(const std::string& cache_path, const CtfIndex& index, uint64_t chunk_size_in_bytes,
-                       const DataFileStamp& data);
+                       const DataFileStamp& data, std::string* failure = nullptr);
 
 /// Removes the temporaries `<cache_path>.tmp.<host>.<pid>` of writers that died: those of this machine whose
 /// process is gone, and any older than an hour. Returns how many were removed.

@@ -8,12 +8,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cntkio/env.hpp"
+#include "cntkio/errors.hpp"
 #include "formats/ctf/ctf_index.hpp"
 
 namespace cntkio::ctf {
@@ -231,16 +234,22 @@ constexpr int64_t kAbandonedAfterSeconds = 3600;
 }  // namespace
 
 size_t remove_stale_cache_temporaries(const std::string& cache_path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path cache(cache_path);
-  const fs::path dir = cache.has_parent_path() ? cache.parent_path() : fs::path(".");
+  Env& env = *Env::current();
+  const std::filesystem::path cache(cache_path);
+  const std::string dir = cache.has_parent_path() ? cache.parent_path().string() : std::string(".");
   const std::string prefix = cache.filename().string() + ".tmp.";
   const std::string host = this_host();
-  const auto now = fs::file_time_type::clock::now();
+  timespec now_ts{};
+  ::clock_gettime(CLOCK_REALTIME, &now_ts);
+  const int64_t now_ns = static_cast<int64_t>(now_ts.tv_sec) * 1000000000 + now_ts.tv_nsec;
+  std::vector<std::string> names;
+  try {
+    names = env.list_dir(dir);
+  } catch (const IoError&) {
+    return 0;
+  }
   size_t removed = 0;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
+  for (const std::string& name : names) {
     if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
     // "<host>.<pid>" (this version) or "<pid>" (earlier versions, which wrote on this machine)
     const std::string rest = name.substr(prefix.size());
@@ -252,30 +261,41 @@ size_t remove_stale_cache_temporaries(const std::string& cache_path) {
       continue;
     }
     const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    const std::string path = (std::filesystem::path(dir) / name).string();
     bool stale = writer_host == host && pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
-    std::error_code time_error;
-    const auto written = fs::last_write_time(it->path(), time_error);
-    if (!time_error && now - written > std::chrono::seconds(kAbandonedAfterSeconds)) stale = true;
-    if (stale && fs::remove(it->path(), time_error)) ++removed;
+    try {
+      if (now_ns - env.file_identity(path).mtime_ns > kAbandonedAfterSeconds * 1000000000) stale = true;
+      if (stale) {
+        env.remove_file(path);
+        ++removed;
+      }
+    } catch (const IoError&) {
+      // gone meanwhile (another reader removed it), or not ours to remove
+    }
   }
   return removed;
 }
 
 bool write_index_cache(const std::string& cache_path, const CtfIndex& index, uint64_t chunk_size_in_bytes,
-                       const DataFileStamp& data) {
+                       const DataFileStamp& data, std::string* failure) {
   remove_stale_cache_temporaries(cache_path);
   // A name of its own per process and machine: two writers (jobs on a shared file system) never mix their
   // bytes, and the rename makes the finished cache appear at once. A writer that dies leaves its temporary
   // behind; the next writer removes it (above).
-  std::string temp = cache_path + ".tmp." + this_host() + "." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(temp.c_str(), "wb");
-  if (f == nullptr) return false;
+  WritableFileOptions temp;
+  temp.temp_path = cache_path + ".tmp." + this_host() + "." + std::to_string(::getpid());
+  std::unique_ptr<WritableFile> file;
+  try {
+    file = Env::current()->new_writable_file(cache_path, temp);
+  } catch (const Error& e) {
+    if (failure != nullptr) *failure = e.what();
+    return false;  // a folder cntkio cannot write to, a cache path that is not a regular file: no cache
+  }
   std::vector<unsigned char> buffer;
   buffer.reserve(kCacheRecordBytes * 4096);
-  bool ok = true;
   auto flush = [&](bool force) {
-    if (ok && (force || buffer.size() + kCacheRecordBytes > buffer.capacity())) {
-      ok = std::fwrite(buffer.data(), 1, buffer.size(), f) == buffer.size();
+    if (force || buffer.size() + kCacheRecordBytes > buffer.capacity()) {
+      file->append(buffer.data(), buffer.size());
       buffer.clear();
     }
   };
@@ -287,28 +307,31 @@ bool write_index_cache(const std::string& cache_path, const CtfIndex& index, uin
     }
     flush(false);
   };
-  append({kCacheMagic, kCacheVersion, index.sequences.size(), kCacheHeaderBytes});
-  index.sequences.for_each([&](const IndexedSequence& s) {
-    // CNTK's record: key, samples (u32 + 4 padding bytes), offset, size (u32 + 4 padding bytes).
-    append({s.key, s.samples, s.offset, s.size});
-  });
-  // cntkio's chunk table, after the records CNTK reads, so that an open reads a few bytes per chunk and a
-  // chunk's records only when it is first used; then the footer that says which data file it describes.
-  const uint64_t records_end = kCacheHeaderBytes + index.sequences.size() * kCacheRecordBytes;
-  std::vector<IndexedSequence> records;
-  for (const IndexedChunk& c : index.chunks) {
-    records.clear();
-    index.sequences.decode(c.first_sequence, c.num_sequences, records);
-    append({c.first_sequence, c.num_sequences, c.samples, chunk_records_hash(records)});
+  try {
+    append({kCacheMagic, kCacheVersion, index.sequences.size(), kCacheHeaderBytes});
+    index.sequences.for_each([&](const IndexedSequence& s) {
+      // CNTK's record: key, samples (u32 + 4 padding bytes), offset, size (u32 + 4 padding bytes).
+      append({s.key, s.samples, s.offset, s.size});
+    });
+    // cntkio's chunk table, after the records CNTK reads, so that an open reads a few bytes per chunk and a
+    // chunk's records only when it is first used; then the footer that says which data file it describes.
+    const uint64_t records_end = kCacheHeaderBytes + index.sequences.size() * kCacheRecordBytes;
+    std::vector<IndexedSequence> records;
+    for (const IndexedChunk& c : index.chunks) {
+      records.clear();
+      index.sequences.decode(c.first_sequence, c.num_sequences, records);
+      append({c.first_sequence, c.num_sequences, c.samples, chunk_records_hash(records)});
+    }
+    append({kChunkTableMagic, kChunkTableVersion, chunk_size_in_bytes, data.size, index.chunks.size(),
+            records_end, static_cast<uint64_t>(data.mtime_ns), data.fingerprint,
+            index.sequences.keys_ascending() ? 1u : 0u, index.sequences.adjacent_equal_keys()});
+    flush(true);
+    file->commit();  // removes the temporary when it fails
+  } catch (const IoError& e) {
+    if (failure != nullptr) *failure = e.what();
+    return false;
   }
-  append({kChunkTableMagic, kChunkTableVersion, chunk_size_in_bytes, data.size, index.chunks.size(),
-          records_end, static_cast<uint64_t>(data.mtime_ns), data.fingerprint,
-          index.sequences.keys_ascending() ? 1u : 0u, index.sequences.adjacent_equal_keys()});
-  flush(true);
-  ok = (std::fclose(f) == 0) && ok;
-  if (ok) ok = std::rename(temp.c_str(), cache_path.c_str()) == 0;
-  if (!ok) std::remove(temp.c_str());
-  return ok;
+  return true;
 }
 
 }  // namespace cntkio::ctf

@@ -83,6 +83,12 @@ PositionedFile::PositionedFile(const std::string& path)
     : file_(core::InputFile::open(path, "error opening file")) {}
 
 bool PositionedFile::read_at(uint64_t offset, void* out, size_t bytes) const {
+  // Bytes the file held when it was opened and no longer gives: it was cut under the reader (or the read
+  // fell short), an IoError naming the range, not a malformed file.
+  if (offset + bytes <= file_.size()) {
+    file_.read_exact_at(offset, out, bytes);
+    return true;
+  }
   return file_.read_at(offset, out, bytes) == bytes;
 }
 
@@ -225,13 +231,9 @@ void compression_vectors(const std::vector<float>& lo, const std::vector<float>&
 }
 
 HtkWriter::HtkWriter(std::string path, size_t dim, const HtkWriteOptions& options, std::vector<float> a,
-                     std::vector<float> b)
-    : path_(std::move(path)),
-      partial_(path_ + ".partial"),
-      dim_(dim),
-      options_(options),
-      a_(std::move(a)),
-      b_(std::move(b)) {
+                     std::vector<float> b, bool durable)
+    : path_(std::move(path)), dim_(dim), options_(options), a_(std::move(a)), b_(std::move(b)) {
+  core::check_output_name(path_);
   core::check_output_path(path_);
   if (dim_ == 0) throw UsageError("HTK writer: dim must be greater than 0.");
   const size_t value_bytes = options_.compressed ? 2 : 4;
@@ -243,8 +245,9 @@ HtkWriter::HtkWriter(std::string path, size_t dim, const HtkWriteOptions& option
     throw UsageError("HTK writer: compressed output needs A and B vectors of the frame dimension.");
   }
   swap_ = options_.big_endian != (std::endian::native == std::endian::big);
-  file_ = std::fopen(partial_.c_str(), "wb");
-  if (file_ == nullptr) throw IoError("cannot create HTK file", partial_, errno);
+  WritableFileOptions file_options;
+  file_options.durable = durable;
+  file_ = std::make_unique<core::OutputFile>(path_, file_options);
   uint16_t kind = static_cast<uint16_t>(static_cast<uint16_t>(options_.kind) | options_.qualifiers);
   if (options_.compressed) kind |= kQualC;
   // The header is written again with the real frame count by finish().
@@ -273,15 +276,10 @@ HtkWriter::HtkWriter(std::string path, size_t dim, const HtkWriteOptions& option
   }
 }
 
-HtkWriter::~HtkWriter() {
-  if (file_ != nullptr) {
-    std::fclose(file_);
-    std::remove(partial_.c_str());
-  }
-}
+HtkWriter::~HtkWriter() = default;  // the OutputFile removes the partial file unless finish() committed it
 
 void HtkWriter::write(const void* data, size_t bytes) {
-  if (std::fwrite(data, 1, bytes, file_) != bytes) throw IoError("cannot write HTK file", partial_, errno);
+  file_->write(data, bytes);
 }
 
 void HtkWriter::append(const float* frames, size_t count) {
@@ -311,22 +309,12 @@ void HtkWriter::append(const float* frames, size_t count) {
 void HtkWriter::finish() {
   uint32_t stored = static_cast<uint32_t>(frames_ + (options_.compressed ? 4 : 0));
   if (swap_) stored = swap32(stored);
-  if (std::fseek(file_, 0, SEEK_SET) != 0) throw IoError("cannot write HTK file", partial_, errno);
-  write(&stored, 4);
-  const int closed = std::fclose(file_);
-  file_ = nullptr;
-  if (closed != 0) throw IoError("cannot write HTK file", partial_, errno);
-  std::error_code ec;
-  std::filesystem::rename(partial_, path_, ec);
-  if (ec) throw IoError("cannot rename HTK file into place", path_, ec.value());
+  file_->write_at(0, &stored, 4);
+  file_->commit();
 }
 
-}  // namespace cntkio::htk
-
-namespace cntkio {
-
-void write_htk_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
-                    const HtkWriteOptions& options) {
+void write_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
+                const HtkWriteOptions& options, bool durable) {
   std::vector<float> a, b;
   if (options.compressed) {
     std::vector<float> lo(dim, 0.0f), hi(dim, 0.0f);
@@ -335,11 +323,20 @@ void write_htk_file(const std::string& path, const float* frames, size_t num_fra
       lo[i % dim] = std::min(lo[i % dim], frames[i]);
       hi[i % dim] = std::max(hi[i % dim], frames[i]);
     }
-    htk::compression_vectors(lo, hi, a, b);
+    compression_vectors(lo, hi, a, b);
   }
-  htk::HtkWriter writer(path, dim, options, std::move(a), std::move(b));
+  HtkWriter writer(path, dim, options, std::move(a), std::move(b), durable);
   writer.append(frames, num_frames);
   writer.finish();
+}
+
+}  // namespace cntkio::htk
+
+namespace cntkio {
+
+void write_htk_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
+                    const HtkWriteOptions& options) {
+  htk::write_file(path, frames, num_frames, dim, options, true);
 }
 
 }  // namespace cntkio

@@ -5,11 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cntkio/htk.hpp"
 #include "core/input_file.hpp"
+#include "core/output_file.hpp"
 
 namespace cntkio::htk {
 
@@ -25,7 +27,8 @@ class PositionedFile {
   const std::string& path() const { return file_.path(); }
   /// Size in bytes when the file was opened.
   uint64_t size() const { return file_.size(); }
-  /// Reads exactly `bytes` at `offset`; false if the file ends first. Throws IoError on a read failure.
+  /// Reads exactly `bytes` at `offset`; false if the file (as it was opened) ends first. Throws IoError on a
+  /// read failure, and when bytes the file held when it was opened are gone (it was cut under the reader).
   bool read_at(uint64_t offset, void* out, size_t bytes) const;
 
  private:
@@ -62,12 +65,14 @@ void check_frames_present(const PositionedFile& file, const HtkHeader& header, u
                           uint64_t count);
 
 /// Writes one HTK feature file frame by frame: the header is completed by finish(), so the frame count need
-/// not be known in advance. The file is written as `<path>.partial` and renamed by finish().
+/// not be known in advance. The file is written as `<path>.partial` and renamed by finish() (the Env's
+/// atomic commit); destroyed without finish(), it removes the partial file.
 class HtkWriter {
  public:
-  /// `a`/`b` (dim values each) are the compression vectors; required iff options.compressed.
+  /// `a`/`b` (dim values each) are the compression vectors; required iff options.compressed. `durable`:
+  /// finish() syncs the file and its folder (false: the caller makes many files durable at once).
   HtkWriter(std::string path, size_t dim, const HtkWriteOptions& options, std::vector<float> a = {},
-            std::vector<float> b = {});
+            std::vector<float> b = {}, bool durable = true);
   ~HtkWriter();
   HtkWriter(const HtkWriter&) = delete;
   HtkWriter& operator=(const HtkWriter&) = delete;
@@ -81,15 +86,18 @@ class HtkWriter {
  private:
   void write(const void* data, size_t bytes);
   std::string path_;
-  std::string partial_;
   size_t dim_;
   HtkWriteOptions options_;
   std::vector<float> a_, b_;
-  std::FILE* file_ = nullptr;
+  std::unique_ptr<core::OutputFile> file_;  // the Env's atomic writer
   uint64_t frames_ = 0;
   bool swap_ = false;
   std::vector<unsigned char> buffer_;
 };
+
+/// write_htk_file(), with `durable` as HtkWriter's.
+void write_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
+                const HtkWriteOptions& options, bool durable);
 
 /// HTK's compression vectors for values in [lo[k], hi[k]] per dimension: x = (v + B) / A, v in ±32767.
 void compression_vectors(const std::vector<float>& lo, const std::vector<float>& hi, std::vector<float>& a,

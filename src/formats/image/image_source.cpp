@@ -2,6 +2,7 @@
 
 #include <turbojpeg.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <opencv2/imgcodecs.hpp>
@@ -156,20 +157,26 @@ cv::Mat ImageSourceSet::decode(size_t index) const {
   cv::Mat image;
   if (source.archive < 0) {
     std::vector<unsigned char> bytes;
+    std::optional<core::InputFile> file;
     try {
-      const core::InputFile file = core::InputFile::open(source.path, "cannot open image file");
-      if (file.size() > limits_.max_bytes) {
-        throw FormatError("Image '" + source.path_as_written + "' is a file of " +
-                              std::to_string(file.size()) +
-                              " bytes, more than maxImageBytes = " + std::to_string(limits_.max_bytes),
-                          where);
-      }
-      const std::string content = file.read_all(limits_.max_bytes);
-      bytes.assign(content.begin(), content.end());
-    } catch (const FormatError&) {
-      throw;
-    } catch (const Error& e) {  // missing, not a regular file, unreadable, grown past the limit while read
+      file.emplace(core::InputFile::open(source.path, "cannot open image file"));
+    } catch (const Error& e) {  // missing, not a regular file: CNTK's invalid sequence
       throw FormatError(cannot_open, where, "(" + std::string(e.what()) + ")");
+    }
+    if (file->size() > limits_.max_bytes) {
+      throw FormatError("Image '" + source.path_as_written + "' is a file of " +
+                            std::to_string(file->size()) +
+                            " bytes, more than maxImageBytes = " + std::to_string(limits_.max_bytes),
+                        where);
+    }
+    try {
+      const std::string content = file->read_all(limits_.max_bytes);
+      bytes.assign(content.begin(), content.end());
+    } catch (const IoError& e) {
+      // Grown past the limit while read: an invalid sequence. A failed read is the storage's fault: the
+      // IoError naming the file and the byte range goes on as it is.
+      if (e.error_number() == EFBIG) throw FormatError(cannot_open, where, "(" + std::string(e.what()) + ")");
+      throw;
     }
     image = decode_image(bytes.data(), bytes.size(), grayscale_, true, limits_,
                          "Image '" + source.path_as_written + "'", where);

@@ -3,6 +3,7 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/input_file.hpp"
 
@@ -15,6 +16,7 @@ struct FileSource {
   std::shared_ptr<const core::InputFile> file;
   uint64_t offset = 0;
   zip_error_t error{};
+  std::optional<IoError> io_error;  // the failed read behind a libzip error: rethrown as it is
 };
 
 zip_int64_t file_source_callback(void* user, void* data, zip_uint64_t length, zip_source_cmd_t command) {
@@ -33,6 +35,7 @@ zip_int64_t file_source_callback(void* user, void* data, zip_uint64_t length, zi
         return static_cast<zip_int64_t>(got);
       } catch (const IoError& e) {
         zip_error_set(&source->error, ZIP_ER_READ, e.error_number());
+        if (!source->io_error) source->io_error.emplace(e);
         return -1;
       }
     }
@@ -101,7 +104,7 @@ ZipArchive::~ZipArchive() {
 zip* ZipArchive::open_handle() const {
   zip_error_t error;
   zip_error_init(&error);
-  auto* state = new FileSource{file_, 0, {}};
+  auto* state = new FileSource{file_, 0, {}, std::nullopt};
   zip_error_init(&state->error);
   zip_source_t* source = zip_source_function_create(file_source_callback, state, &error);
   if (source == nullptr) {
@@ -111,10 +114,19 @@ zip* ZipArchive::open_handle() const {
   }
   zip* handle = zip_open_from_source(source, ZIP_RDONLY, &error);
   if (handle == nullptr) {
+    std::optional<IoError> io_error = std::move(state->io_error);
     zip_source_free(source);  // frees `state` too
+    if (io_error) {
+      zip_error_fini(&error);
+      throw *io_error;
+    }
     throw_libzip_failure(path_, error);
   }
   zip_error_fini(&error);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sources_[handle] = state;
+  }
   return handle;
 }
 
@@ -166,7 +178,15 @@ std::vector<unsigned char> ZipArchive::read(const Entry& entry, uint64_t max_byt
     }
     zip_fclose(file);
   }
+  std::optional<IoError> io_error;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto* state = static_cast<FileSource*>(sources_.at(handle));
+    io_error = std::move(state->io_error);
+    state->io_error.reset();
+  }
   release(handle);
+  if (io_error) throw *io_error;  // a failed read of the archive: the IoError naming its byte range
   if (!failure.empty()) {
     SourceLocation at_archive;
     at_archive.file = path_;

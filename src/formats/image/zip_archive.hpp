@@ -47,7 +47,7 @@ class ZipArchive {
   /// The uncompressed bytes of `entry`. Throws FormatError "<subject> declares N bytes, more than
   /// maxImageBytes = <max_bytes>" (at `where`) before inflating anything when the entry's declared size
   /// exceeds `max_bytes`, and FormatError when libzip fails or the entry inflates to another size than it
-  /// declares.
+  /// declares; IoError (the Env's, naming the byte range) when reading the archive fails.
   std::vector<unsigned char> read(const Entry& entry, uint64_t max_bytes, const std::string& subject,
                                   const SourceLocation& where) const;
 
@@ -61,6 +61,7 @@ class ZipArchive {
   std::map<std::string, Entry> entries_;
   mutable std::mutex mutex_;
   mutable std::vector<zip*> pool_;
+  mutable std::map<const zip*, void*> sources_;  // each handle's FileSource (zip_archive.cpp)
 };
 
 }  // namespace cntkio::image
