@@ -15,6 +15,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -140,14 +141,49 @@ struct IndexHold {
   std::vector<std::shared_ptr<const void>> indexes;
 };
 
+class Reader;
+
+// The readers alive in this process. An atexit hook closes them before the interpreter finalizes: their
+// threads may call Python (a UserDeserializer's chunks), which no thread can once finalization has begun.
+std::mutex g_live_readers_mutex;
+auto* g_live_readers = new std::set<Reader*>;  // never freed: atexit hooks may run after static destructors
+
 class Reader {
  public:
   explicit Reader(const ReaderSpec& spec)
-      : source_(MinibatchSource::create(spec)), mode_(packing_mode(spec)), owner_pid_(::getpid()) {}
+      : source_(MinibatchSource::create(spec)), mode_(packing_mode(spec)), owner_pid_(::getpid()) {
+    std::lock_guard<std::mutex> lock(g_live_readers_mutex);
+    g_live_readers->insert(this);
+  }
+
+  // Stops the reader's threads and drops it; later calls raise. Call with the GIL held.
+  void close() {
+    if (::getpid() != owner_pid_) {
+      (void)source_.release();
+      return;
+    }
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    source_.reset();
+  }
+
+  // Closes every reader of this process (the atexit hook).
+  static void close_all() {
+    std::vector<Reader*> readers;
+    {
+      std::lock_guard<std::mutex> lock(g_live_readers_mutex);
+      readers.assign(g_live_readers->begin(), g_live_readers->end());
+    }
+    for (Reader* reader : readers) reader->close();
+  }
 
   // A process forked from the creator (a DataLoader worker) inherits the object but not its background
   // threads: destroying it there would wait for threads that do not exist, so it is left alone.
   ~Reader() {
+    {
+      std::lock_guard<std::mutex> lock(g_live_readers_mutex);
+      g_live_readers->erase(this);
+    }
     if (::getpid() != owner_pid_) {
       (void)source_.release();
       return;
@@ -174,7 +210,7 @@ class Reader {
 
   py::list streams() const {
     py::list out;
-    for (const StreamInfo& s : source_->streams()) {
+    for (const StreamInfo& s : live().streams()) {
       py::dict d;
       d["name"] = s.name;
       d["alias"] = s.alias;
@@ -200,7 +236,7 @@ class Reader {
     check_process();
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    source_->set_v2_limits(max_samples, max_sweeps);
+    live().set_v2_limits(max_samples, max_sweeps);
   }
 
   py::object next_v2(size_t minibatch_size, size_t num_partitions, size_t partition_index) {
@@ -210,7 +246,7 @@ class Reader {
     {
       py::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
-      got = source_->next_minibatch_v2(minibatch_size, num_partitions, partition_index, *minibatch);
+      got = live().next_minibatch_v2(minibatch_size, num_partitions, partition_index, *minibatch);
     }
     return wrap(got, std::move(minibatch));
   }
@@ -219,7 +255,7 @@ class Reader {
     check_process();
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    return source_->defer_values(on);
+    return live().defer_values(on);
   }
 
   void start_epoch(size_t minibatch_size, size_t epoch_index, size_t epoch_size, size_t rank,
@@ -227,7 +263,7 @@ class Reader {
     check_process();
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    source_->start_epoch(minibatch_size, epoch_index, epoch_size, rank, workers);
+    live().start_epoch(minibatch_size, epoch_index, epoch_size, rank, workers);
   }
 
   py::object next_v1() {
@@ -237,7 +273,7 @@ class Reader {
     {
       py::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
-      got = source_->next_minibatch(*minibatch);
+      got = live().next_minibatch(*minibatch);
     }
     return wrap(got, std::move(minibatch));
   }
@@ -245,13 +281,13 @@ class Reader {
   std::string state() const {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    return source_->state().to_json();
+    return live().state().to_json();
   }
 
   // MinibatchSource::skip_report() as a dict (the counts, the first locations and the one-line text). No
   // lock: the report may be taken while another thread reads, and should not wait for that read.
   py::dict skip_report() const {
-    const SkipReport report = source_->skip_report();
+    const SkipReport report = live().skip_report();
     py::dict d;
     d["errors"] = report.errors;
     d["rows_skipped"] = report.rows_skipped;
@@ -267,7 +303,7 @@ class Reader {
     ReaderState state = ReaderState::from_json(json);
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    source_->restore(state);
+    live().restore(state);
   }
 
   // Reads with next_minibatch_v2 in a C++ loop (no Python per minibatch) until the limit or
@@ -282,7 +318,7 @@ class Reader {
       std::lock_guard<std::mutex> lock(mutex_);
       Minibatch minibatch;
       const auto start = std::chrono::steady_clock::now();
-      while (minibatches < max_minibatches && source_->next_minibatch_v2(minibatch_size, 1, 0, minibatch)) {
+      while (minibatches < max_minibatches && live().next_minibatch_v2(minibatch_size, 1, 0, minibatch)) {
         ++minibatches;
         samples += minibatch.streams.at(0).layout.num_samples();
       }
@@ -294,7 +330,7 @@ class Reader {
   IndexHold hold_indexes() const {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    return IndexHold{source_->shared_indexes()};
+    return IndexHold{live().shared_indexes()};
   }
 
   // Samples in one sweep: the position where v1 epoch 1 of one sweep starts. Reconfigures the reader (call it
@@ -303,7 +339,7 @@ class Reader {
     check_process();
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    return source_->sweep_size();
+    return live().sweep_size();
   }
 
  private:
@@ -319,6 +355,11 @@ class Reader {
   py::object wrap(bool got, std::shared_ptr<Minibatch> minibatch) const {
     if (!got) return py::none();
     return py::cast(Batch(std::move(minibatch), mode_));
+  }
+
+  MinibatchSource& live() const {
+    if (!source_) throw UsageError("This MinibatchSource was closed (the interpreter is exiting).");
+    return *source_;
   }
 
   std::unique_ptr<MinibatchSource> source_;
@@ -382,6 +423,9 @@ PYBIND11_MODULE(_core, m) {
       .def("sweep_size", &Reader::sweep_size)
       .def("read_loop", &Reader::read_loop, py::arg("minibatch_size"), py::arg("max_minibatches"))
       .def("hold_indexes", &Reader::hold_indexes);
+
+  // Before the interpreter finalizes (atexit runs first), stop every reader's threads.
+  py::module_::import("atexit").attr("register")(py::cpp_function(&Reader::close_all));
 
   py::class_<IndexHold>(m, "IndexHold").def("__len__", [](const IndexHold& h) { return h.indexes.size(); });
 

@@ -382,3 +382,46 @@ def test_config_text_says_python_code_has_none():
     source = io.MinibatchSource(Sequences(3, 1))
     with pytest.raises(ValueError, match="UserDeserializer is Python code"):
         source.config_text
+
+
+EXIT_WHILE_LOADING = """
+import time
+import numpy as np
+import cntkio as io
+
+class Slow(io.UserDeserializer):
+    def __init__(self):
+        super().__init__()
+        self.indexed = False
+
+    def stream_infos(self):
+        return [io.StreamInformation("x", 0, "dense", np.float32, (1,))]
+
+    def num_chunks(self):
+        return 50
+
+    def get_chunk(self, chunk_id):
+        if self.indexed:
+            time.sleep(0.02)
+        if chunk_id == 49:
+            self.indexed = True
+        return {"x": np.full((3, 1), chunk_id, np.float32)}
+
+source = io.MinibatchSource(Slow(), randomization_window_in_chunks=8)
+source.next_minibatch(4)
+print("read")
+"""
+
+
+def test_exiting_while_the_reader_loads_a_python_chunk_is_clean(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit.py"
+    script.write_text(EXIT_WHILE_LOADING)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for _ in range(3):  # the reader's threads are loading chunks (taking the GIL) when the interpreter exits
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 0 and done.stdout == "read\n", done.stderr
+        assert "Fatal Python error" not in done.stderr
