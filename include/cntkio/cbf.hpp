@@ -47,6 +47,9 @@ inline constexpr size_t kCbfDefaultWindowInChunks = 128;
 /// Options of the CBF deserializer (CNTK config keys in brackets).
 struct CbfOptions {
   std::string file;  ///< data file path, either layout [file]
+  /// Further data files (or glob patterns) read after `file` as one corpus, as CtfOptions::more_files.
+  std::vector<std::string> more_files;
+  std::string file_list;  ///< a file listing further data files, one per line [fileList]
   /// Renames as {name in the file, exposed name}, applied in order (a later entry for the same file name
   /// wins); streams without an entry keep their file name [input.NAME.alias of the exposed NAME]. Default:
   /// none.

@@ -236,9 +236,23 @@ class _Deserializer:
         return "<cntkio %s %s>" % (self.type, text)
 
 
+def _data_files(filename, what):
+    """(first file, further files) of a deserializer's ``filename``: a path, a glob pattern, or a list of them
+    read as one corpus (cntkio extension)."""
+    if isinstance(filename, (list, tuple)):
+        if not filename:
+            raise ValueError("%s: the list of data files is empty" % what)
+        files = [_text(f, "%s: filename" % what) for f in filename]
+        return files[0], files[1:]
+    return _text(filename, "%s: filename" % what), []
+
+
 def CTFDeserializer(filename, streams):
     """The CNTK text format deserializer (CNTKTextFormatDeserializer) for ``filename``; ``streams`` maps stream
-    names to StreamDef(field=alias in the file, shape=dimension, is_sparse=..., defines_mb_size=...)."""
+    names to StreamDef(field=alias in the file, shape=dimension, is_sparse=..., defines_mb_size=...).
+
+    ``filename`` may also be a glob pattern (``"shards/*.ctf"``) or a list of files and patterns: a corpus of
+    several files read as one deserializer (chunks never span files; each file has its own index cache)."""
     made_by = (CTFDeserializer, (filename, streams), {})
     streams = _stream_defs(streams, "CTFDeserializer")
     _distinct_names(streams, "CTFDeserializer")
@@ -257,7 +271,8 @@ def CTFDeserializer(filename, streams):
                            defines_mb_size=bool(s.get("defines_mb_size"))))
     if not inputs:
         raise ValueError("CTFDeserializer: no streams given")
-    options = _new(_core.CtfOptions, file=_text(filename, "CTFDeserializer: filename"),
+    first, more = _data_files(filename, "CTFDeserializer")
+    options = _new(_core.CtfOptions, file=first, more_files=more,
                    streams=sorted(inputs, key=lambda i: _config_key_order(i.name)))  # CNTK's stream order
     return _Deserializer([_spec("CNTKTextFormatDeserializer", "CNTKTextFormatReader", options)], shapes, made_by)
 
@@ -265,6 +280,7 @@ def CTFDeserializer(filename, streams):
 def CBFDeserializer(filename, streams={}):  # noqa: B006 -- cntk.io's signature; never mutated
     """The CNTK binary format deserializer (CNTKBinaryFormatDeserializer) for ``filename``. Streams and their
     dimensions come from the file; ``streams`` only renames: ``name = StreamDef(field=name in the file)``.
+    ``filename`` may be a glob pattern or a list of files read as one corpus, as for CTFDeserializer.
     A StreamDef without ``field`` keeps the file's name (cntk.io would write an invalid config). A ``shape`` or
     ``is_sparse=True`` given must match the file's stream (ValueError when the source is made)."""
     made_by = (CBFDeserializer, (filename, streams), {})
@@ -281,7 +297,8 @@ def CBFDeserializer(filename, streams={}):  # noqa: B006 -- cntk.io's signature;
         if alias is not None and alias != name:
             renames.append((_text(alias, "CBFDeserializer: stream %s field" % name),
                             _stream_name(name, "CBFDeserializer: stream name")))
-    options = _new(_core.CbfOptions, file=_text(filename, "CBFDeserializer: filename"), renames=renames)
+    first, more = _data_files(filename, "CBFDeserializer")
+    options = _new(_core.CbfOptions, file=first, more_files=more, renames=renames)
     deserializer = _Deserializer([_spec("CNTKBinaryFormatDeserializer", "CNTKBinaryReader", options)], {}, made_by)
     deserializer.declared_streams = declared
     return deserializer
@@ -751,6 +768,13 @@ def _transform_text(t):
     return "[ %s ]" % " ; ".join(fields)
 
 
+def _files_text(options, what):
+    """The [file] value of CTF or CBF options: one quoted path, or an array of them for a corpus."""
+    if not options.more_files:
+        return _config_string(options.file, what)
+    return "(%s)" % ":".join(_config_string(f, what) for f in [options.file] + list(options.more_files))
+
+
 def _section_text(spec):
     """The config section of a DeserializerSpec this module builds."""
     if spec.type == "PythonUserDeserializer":
@@ -758,7 +782,7 @@ def _section_text(spec):
     o = spec.options
     lines = ["type = %s" % spec.type, "module = %s" % spec.module]
     if isinstance(o, _core.CtfOptions):
-        lines.append("file = %s" % _config_string(o.file, "CTFDeserializer: filename"))
+        lines.append("file = %s" % _files_text(o, "CTFDeserializer: filename"))
         inputs = ["%s = [ alias = %s ; dim = %d ; format = %s%s ]" % (
             s.name, _config_string(s.alias, "CTFDeserializer: stream %s field" % s.name), s.dim, s.storage.name,
             " ; definesMBSize = 1" if s.defines_mb_size else "") for s in o.streams]
@@ -766,7 +790,7 @@ def _section_text(spec):
         if o.max_errors != 0:
             lines.append("maxErrors = %d" % o.max_errors)
     elif isinstance(o, _core.CbfOptions):
-        lines.append("file = %s" % _config_string(o.file, "CBFDeserializer: filename"))
+        lines.append("file = %s" % _files_text(o, "CBFDeserializer: filename"))
         if o.renames:
             lines.append("input = [\n%s\n]" % "\n".join(
                 "%s = [ alias = %s ]" % (name, _config_string(alias, "CBFDeserializer: stream %s field" % name))

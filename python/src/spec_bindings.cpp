@@ -84,6 +84,8 @@ void bind_deserializer_options(py::module_& m) {
       .def_readwrite("defines_mb_size", &CtfStreamOptions::defines_mb_size);
   value_class<CtfOptions>(m, "CtfOptions", "Options of a CNTKTextFormatDeserializer (cntkio/ctf.hpp).")
       .def_readwrite("file", &CtfOptions::file)
+      .def_readwrite("more_files", &CtfOptions::more_files)
+      .def_readwrite("file_list", &CtfOptions::file_list)
       .def_readwrite("streams", &CtfOptions::streams)
       .def_readwrite("element_type", &CtfOptions::element_type)
       .def_readwrite("skip_sequence_ids", &CtfOptions::skip_sequence_ids)
@@ -94,6 +96,8 @@ void bind_deserializer_options(py::module_& m) {
       .def_readwrite("cache_index", &CtfOptions::cache_index);
   value_class<CbfOptions>(m, "CbfOptions", "Options of a CNTKBinaryFormatDeserializer (cntkio/cbf.hpp).")
       .def_readwrite("file", &CbfOptions::file)
+      .def_readwrite("more_files", &CbfOptions::more_files)
+      .def_readwrite("file_list", &CbfOptions::file_list)
       .def_readwrite("renames", &CbfOptions::renames)
       .def_readwrite("element_type", &CbfOptions::element_type)
       .def_readwrite("keep_data_in_memory", &CbfOptions::keep_data_in_memory)

@@ -4,6 +4,7 @@
 #include "cntkio/registry.hpp"
 #include "spec/builtin_formats.hpp"
 #include "spec/config_rules.hpp"
+#include "spec/data_files.hpp"
 
 namespace cntkio::spec_detail {
 namespace {
@@ -20,7 +21,17 @@ std::shared_ptr<Deserializer> create(const DeserializerSpec& spec, const Deseria
   options.keys = context.keys;
   options.element_type = context.element_type;
   if (context.trace_level) options.trace_level = *context.trace_level;
-  return make_ctf_deserializer(options);
+  std::vector<std::string> files =
+      expand_data_files(options.file, options.more_files, options.file_list, "The CTF deserializer");
+  std::vector<std::shared_ptr<Deserializer>> parts;
+  for (const std::string& file : files) {
+    CtfOptions one = options;
+    one.file = file;
+    one.more_files.clear();
+    one.file_list.clear();
+    parts.push_back(make_ctf_deserializer(one));
+  }
+  return join_data_files(std::move(parts), std::move(files));
 }
 
 }  // namespace

@@ -1,0 +1,200 @@
+#include "spec/data_files.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "cntkio/env.hpp"
+#include "cntkio/errors.hpp"
+#include "core/input_file.hpp"
+
+namespace cntkio::spec_detail {
+namespace {
+
+bool has_wildcard(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string last = slash == std::string::npos ? path : path.substr(slash + 1);
+  return last.find_first_of("*?[") != std::string::npos;
+}
+
+void add_named(const std::string& name, std::vector<std::string>& out) {
+  Env& env = *Env::current();
+  if (!has_wildcard(name) || env.file_exists(name)) {
+    out.push_back(name);
+    return;
+  }
+  std::vector<std::string> matches = env.glob(name);
+  if (matches.empty()) throw IoError("no data file matches the pattern", name, ENOENT);
+  out.insert(out.end(), matches.begin(), matches.end());
+}
+
+std::vector<std::string> list_file_lines(const std::string& list) {
+  const std::string text = core::read_input_file(list, "cannot open the list of data files");
+  const std::filesystem::path folder = std::filesystem::path(list).parent_path();
+  std::vector<std::string> out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    line = line.substr(first, line.find_last_not_of(" \t") + 1 - first);
+    out.push_back(std::filesystem::path(line).is_absolute() || folder.empty() ? line
+                                                                              : (folder / line).string());
+  }
+  return out;
+}
+
+class JoinedFiles final : public Deserializer {
+ public:
+  JoinedFiles(std::vector<std::shared_ptr<Deserializer>> parts, std::vector<std::string> files)
+      : parts_(std::move(parts)), files_(std::move(files)) {
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      check_same_streams(p);
+      first_chunk_.push_back(static_cast<uint32_t>(chunks_.size()));
+      for (ChunkInfo c : parts_[p]->chunk_infos()) {
+        c.id = static_cast<uint32_t>(chunks_.size());
+        chunks_.push_back(c);
+        part_of_chunk_.push_back(static_cast<uint32_t>(p));
+      }
+    }
+  }
+
+  const std::vector<StreamInfo>& streams() const override { return parts_[0]->streams(); }
+  std::vector<ChunkInfo> chunk_infos() const override { return chunks_; }
+
+  void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
+    const uint32_t part = part_of_chunk_.at(chunk_id);
+    const size_t from = out.size();
+    parts_[part]->sequence_infos_for_chunk(chunk_id - first_chunk_[part], out);
+    for (size_t i = from; i < out.size(); ++i) out[i].chunk_id = chunk_id;
+  }
+
+  std::optional<SequenceInfo> sequence_info_by_key(const SequenceKey& key) const override {
+    std::optional<SequenceInfo> found;
+    size_t found_in = 0;
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      std::optional<SequenceInfo> info = parts_[p]->sequence_info_by_key(key);
+      if (!info) continue;
+      if (found) {
+        SourceLocation at = parts_[p]->sequence_location(key);
+        const SourceLocation first = parts_[found_in]->sequence_location(key);
+        if (at.file.empty()) at.file = files_[p];
+        at.sequence_key = key_to_string(key);
+        throw FormatError("The sequence key is held by two files of the corpus: " +
+                              (first.describe().empty() ? files_[found_in] : first.describe()) +
+                              " and this one",
+                          at);
+      }
+      info->chunk_id += first_chunk_[p];
+      found = info;
+      found_in = p;
+    }
+    return found;
+  }
+
+  ChunkPtr load_chunk(uint32_t chunk_id) override {
+    const uint32_t part = part_of_chunk_.at(chunk_id);
+    return parts_[part]->load_chunk(chunk_id - first_chunk_[part]);
+  }
+
+  std::string key_to_string(const SequenceKey& key) const override { return parts_[0]->key_to_string(key); }
+
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    for (const auto& part : parts_) {
+      if (part->sequence_info_by_key(key)) return part->sequence_location(key);
+    }
+    return {};
+  }
+
+  std::vector<std::string> describe() const override {
+    std::vector<std::string> lines{std::to_string(parts_.size()) + " data files, " +
+                                   std::to_string(chunks_.size()) + " chunk(s) in all"};
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      for (const std::string& line : parts_[p]->describe()) lines.push_back("  " + files_[p] + ": " + line);
+    }
+    return lines;
+  }
+
+  void add_skips(SkipReport& report) const override {
+    for (const auto& part : parts_) part->add_skips(report);
+  }
+  bool labels_primary_samples() const override { return parts_[0]->labels_primary_samples(); }
+  void check_inputs_intact() const override {
+    for (const auto& part : parts_) part->check_inputs_intact();
+  }
+  std::shared_ptr<const void> shared_index() const override {
+    auto held = std::make_shared<std::vector<std::shared_ptr<const void>>>();
+    for (const auto& part : parts_) {
+      if (auto index = part->shared_index()) held->push_back(std::move(index));
+    }
+    if (held->empty()) return nullptr;
+    return held;
+  }
+
+ private:
+  void check_same_streams(size_t p) const {
+    const std::vector<StreamInfo>& a = parts_[0]->streams();
+    const std::vector<StreamInfo>& b = parts_[p]->streams();
+    bool same = a.size() == b.size();
+    for (size_t s = 0; same && s < a.size(); ++s) {
+      same = a[s].name == b[s].name && a[s].storage == b[s].storage &&
+             a[s].sample_shape == b[s].sample_shape && a[s].element_type == b[s].element_type;
+    }
+    if (!same) {
+      SourceLocation at;
+      at.file = files_[p];
+      throw FormatError("This data file's streams differ from those of " + files_[0] +
+                            " (the files of one corpus must hold the same streams)",
+                        at);
+    }
+  }
+
+  std::vector<std::shared_ptr<Deserializer>> parts_;
+  std::vector<std::string> files_;
+  std::vector<ChunkInfo> chunks_;        // all chunks, ids renumbered 0, 1, ...
+  std::vector<uint32_t> part_of_chunk_;  // per chunk: the file it comes from
+  std::vector<uint32_t> first_chunk_;    // per file: the id of its first chunk
+};
+
+}  // namespace
+
+std::vector<std::string> expand_data_files(const std::string& file,
+                                           const std::vector<std::string>& more_files,
+                                           const std::string& file_list, const std::string& what) {
+  std::vector<std::string> out;
+  if (!file.empty()) add_named(file, out);
+  for (const std::string& more : more_files) add_named(more, out);
+  if (!file_list.empty()) {
+    for (const std::string& listed : list_file_lines(file_list)) add_named(listed, out);
+  }
+  if (out.empty()) throw ConfigError(what + " names no data file.", "file");
+  std::set<std::string> seen;
+  for (const std::string& f : out) {
+    if (!seen.insert(f).second)
+      throw ConfigError(what + ": the data file '" + f + "' is named twice.", "file");
+  }
+  return out;
+}
+
+void data_files_from_config(const Config& section, std::string& file, std::vector<std::string>& more_files,
+                            std::string& file_list) {
+  file_list = section.get_string("fileList", "");
+  if (!section.find_string("file") && !file_list.empty()) return;
+  file = section.get_string("file");
+  if (file.size() >= 2 && file.front() == '(' && file.back() == ')') {
+    std::vector<std::string> files = section.get_array("file");
+    if (files.empty()) throw section.error("file", "The array of data files is empty.");
+    file = files[0];
+    more_files.assign(files.begin() + 1, files.end());
+  }
+}
+
+std::shared_ptr<Deserializer> join_data_files(std::vector<std::shared_ptr<Deserializer>> parts,
+                                              std::vector<std::string> files) {
+  if (parts.size() == 1) return parts[0];
+  return std::make_shared<JoinedFiles>(std::move(parts), std::move(files));
+}
+
+}  // namespace cntkio::spec_detail
