@@ -1,6 +1,6 @@
 // A corpus of several data files (issue #24 item 3): how file options expand (list, glob, list file), and a
 // reader built from a typed spec over several CTF files reading them one after another.
-#include "spec/data_files.hpp"
+#include "core/data_files.hpp"
 
 #include <gtest/gtest.h>
 
@@ -22,13 +22,12 @@ TEST(DataFiles, GlobsExpandSortedListsAreRelativeToTheirFolderAndNamesStayInOrde
   const std::string a = dir.write("a.ctf", "0 |x 0\n");
   const std::string c = dir.write("sub/c.ctf", "2 |x 2\n");
   const std::string list = dir.write("sub/list.txt", "# shards\n\nc.ctf\r\n");
-  EXPECT_EQ(spec_detail::expand_data_files(dir.file("*.ctf"), {}, "", "CTF"),
-            (std::vector<std::string>{a, b}));
-  EXPECT_EQ(spec_detail::expand_data_files(b, {a}, list, "CTF"), (std::vector<std::string>{b, a, c}));
-  EXPECT_THROW(spec_detail::expand_data_files(dir.file("none*.ctf"), {}, "", "CTF"), IoError);
-  EXPECT_THROW(spec_detail::expand_data_files(a, {a}, "", "CTF"), ConfigError);
-  EXPECT_THROW(spec_detail::expand_data_files("", {}, "", "CTF"), ConfigError);
-  EXPECT_THROW(spec_detail::expand_data_files(a, {}, dir.file("missing.txt"), "CTF"), IoError);
+  EXPECT_EQ(core::expand_data_files(dir.file("*.ctf"), {}, "", "CTF"), (std::vector<std::string>{a, b}));
+  EXPECT_EQ(core::expand_data_files(b, {a}, list, "CTF"), (std::vector<std::string>{b, a, c}));
+  EXPECT_THROW(core::expand_data_files(dir.file("none*.ctf"), {}, "", "CTF"), IoError);
+  EXPECT_THROW(core::expand_data_files(a, {a}, "", "CTF"), ConfigError);
+  EXPECT_THROW(core::expand_data_files("", {}, "", "CTF"), ConfigError);
+  EXPECT_THROW(core::expand_data_files(a, {}, dir.file("missing.txt"), "CTF"), IoError);
 }
 
 TEST(DataFiles, ASpecOverSeveralCtfFilesReadsTheirSequencesInOrderOneChunkPerFile) {

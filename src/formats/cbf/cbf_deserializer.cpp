@@ -9,7 +9,7 @@
 #include "core/mapped_file.hpp"
 #include "formats/cbf/cbf_chunk.hpp"
 #include "formats/cbf/cbf_format.hpp"
-#include "spec/data_files.hpp"
+#include "config/data_files.hpp"
 
 namespace cntkio {
 namespace {
@@ -247,7 +247,7 @@ class CbfDeserializer final : public Deserializer {
 
 CbfOptions cbf_options_from_config(const Config& section) {
   CbfOptions options;
-  spec_detail::data_files_from_config(section, options.file, options.more_files, options.file_list);
+  config_detail::data_files_from_config(section, options.file, options.more_files, options.file_list);
   if (section.exists_current("input")) {
     Config input = section.get_block("input");
     for (const std::string& name : input.keys()) {  // CNTK iterates in case-insensitive name order

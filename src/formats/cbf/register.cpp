@@ -2,9 +2,9 @@
 // stand-alone reader type CNTKBinaryReader (spec cbf.md §1.3, pipeline.md §3.1).
 #include "cntkio/cbf.hpp"
 #include "cntkio/registry.hpp"
+#include "core/data_files.hpp"
 #include "spec/builtin_formats.hpp"
 #include "spec/config_rules.hpp"
-#include "spec/data_files.hpp"
 
 namespace cntkio::spec_detail {
 namespace {
@@ -37,7 +37,7 @@ void register_cbf_format() {
     options.element_type = context.element_type;
     if (context.trace_level) options.trace_level = *context.trace_level;
     std::vector<std::string> files =
-        expand_data_files(options.file, options.more_files, options.file_list, "The CBF deserializer");
+        core::expand_data_files(options.file, options.more_files, options.file_list, "The CBF deserializer");
     std::vector<std::shared_ptr<Deserializer>> parts;
     for (const std::string& file : files) {
       CbfOptions one = options;
@@ -46,7 +46,7 @@ void register_cbf_format() {
       one.file_list.clear();
       parts.push_back(make_cbf_deserializer(one));
     }
-    return join_data_files(std::move(parts), std::move(files));
+    return core::join_data_files(std::move(parts), std::move(files));
   };
   register_deserializer(std::move(type));
 

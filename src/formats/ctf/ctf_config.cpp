@@ -5,7 +5,7 @@
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
 #include "core/text.hpp"
-#include "spec/data_files.hpp"
+#include "config/data_files.hpp"
 
 namespace cntkio {
 namespace {
@@ -17,7 +17,7 @@ constexpr uint64_t kMaxDim = 0x7FFFFFFFull;
 
 CtfOptions ctf_options_from_config(const Config& section, bool composite) {
   CtfOptions options;
-  spec_detail::data_files_from_config(section, options.file, options.more_files, options.file_list);
+  config_detail::data_files_from_config(section, options.file, options.more_files, options.file_list);
   if (!section.exists_current("input")) {
     throw section.error("input", "The CTF reader section has no 'input' block describing its streams.");
   }

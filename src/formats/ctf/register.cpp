@@ -2,9 +2,9 @@
 // stand-alone reader type CNTKTextFormatReader (spec ctf.md §9, pipeline.md §3.1).
 #include "cntkio/ctf.hpp"
 #include "cntkio/registry.hpp"
+#include "core/data_files.hpp"
 #include "spec/builtin_formats.hpp"
 #include "spec/config_rules.hpp"
-#include "spec/data_files.hpp"
 
 namespace cntkio::spec_detail {
 namespace {
@@ -22,7 +22,7 @@ std::shared_ptr<Deserializer> create(const DeserializerSpec& spec, const Deseria
   options.element_type = context.element_type;
   if (context.trace_level) options.trace_level = *context.trace_level;
   std::vector<std::string> files =
-      expand_data_files(options.file, options.more_files, options.file_list, "The CTF deserializer");
+      core::expand_data_files(options.file, options.more_files, options.file_list, "The CTF deserializer");
   std::vector<std::shared_ptr<Deserializer>> parts;
   for (const std::string& file : files) {
     CtfOptions one = options;
@@ -31,7 +31,7 @@ std::shared_ptr<Deserializer> create(const DeserializerSpec& spec, const Deseria
     one.file_list.clear();
     parts.push_back(make_ctf_deserializer(one));
   }
-  return join_data_files(std::move(parts), std::move(files));
+  return core::join_data_files(std::move(parts), std::move(files));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "spec/data_files.hpp"
+#include "core/data_files.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include "cntkio/errors.hpp"
 #include "core/input_file.hpp"
 
-namespace cntkio::spec_detail {
+namespace cntkio::core {
 namespace {
 
 bool has_wildcard(const std::string& path) {
@@ -178,23 +178,10 @@ std::vector<std::string> expand_data_files(const std::string& file,
   return out;
 }
 
-void data_files_from_config(const Config& section, std::string& file, std::vector<std::string>& more_files,
-                            std::string& file_list) {
-  file_list = section.get_string("fileList", "");
-  if (!section.find_string("file") && !file_list.empty()) return;
-  file = section.get_string("file");
-  if (file.size() >= 2 && file.front() == '(' && file.back() == ')') {
-    std::vector<std::string> files = section.get_array("file");
-    if (files.empty()) throw section.error("file", "The array of data files is empty.");
-    file = files[0];
-    more_files.assign(files.begin() + 1, files.end());
-  }
-}
-
 std::shared_ptr<Deserializer> join_data_files(std::vector<std::shared_ptr<Deserializer>> parts,
                                               std::vector<std::string> files) {
   if (parts.size() == 1) return parts[0];
   return std::make_shared<JoinedFiles>(std::move(parts), std::move(files));
 }
 
-}  // namespace cntkio::spec_detail
+}  // namespace cntkio::core

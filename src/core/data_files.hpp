@@ -1,15 +1,15 @@
 // A corpus of several data files read as one deserializer: the expansion of a format's file options (a
-// list, glob patterns, a list file) and the deserializer that joins one deserializer per file.
+// list, glob patterns, a list file) and the deserializer that joins one deserializer per file. The config
+// side ([file] arrays, [fileList]) is config/data_files.hpp.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "cntkio/config.hpp"
 #include "cntkio/deserializer.hpp"
 
-namespace cntkio::spec_detail {
+namespace cntkio::core {
 
 /// The data files `file`, `more_files` and the lines of `file_list` name, in that order: a name with a
 /// wildcard (`*`, `?`, `[`) in its last component that is not itself a file is a glob pattern, expanded in
@@ -21,11 +21,6 @@ std::vector<std::string> expand_data_files(const std::string& file,
                                            const std::vector<std::string>& more_files,
                                            const std::string& file_list, const std::string& what);
 
-/// Reads [file] (a path or pattern, or an array `(a.ctf:b.ctf)` of them: the first into `file`, the rest into
-/// `more_files`) and [fileList] of a deserializer section.
-void data_files_from_config(const Config& section, std::string& file, std::vector<std::string>& more_files,
-                            std::string& file_list);
-
 /// One deserializer over `parts` (one per file, with the same streams), their chunks one after another:
 /// chunks never span files, and the union is randomized, split and checkpointed as one corpus. A key looked
 /// up by a composite reader (as a secondary) that two files hold is a FormatError naming both places; as a
@@ -33,4 +28,4 @@ void data_files_from_config(const Config& section, std::string& file, std::vecto
 std::shared_ptr<Deserializer> join_data_files(std::vector<std::shared_ptr<Deserializer>> parts,
                                               std::vector<std::string> files);
 
-}  // namespace cntkio::spec_detail
+}  // namespace cntkio::core
