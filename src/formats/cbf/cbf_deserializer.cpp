@@ -5,11 +5,11 @@
 
 #include "cntkio/cbf.hpp"
 #include "cntkio/errors.hpp"
+#include "config/data_files.hpp"
 #include "core/logger.hpp"
 #include "core/mapped_file.hpp"
 #include "formats/cbf/cbf_chunk.hpp"
 #include "formats/cbf/cbf_format.hpp"
-#include "config/data_files.hpp"
 
 namespace cntkio {
 namespace {

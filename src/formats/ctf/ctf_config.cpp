@@ -4,8 +4,8 @@
 
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
-#include "core/text.hpp"
 #include "config/data_files.hpp"
+#include "core/text.hpp"
 
 namespace cntkio {
 namespace {
