@@ -163,6 +163,7 @@ CurrentChunk::CurrentChunk(const ChunkContext& context, uint32_t index, uint64_t
             context.header->chunks[index].offset),
       file_(*context.file),
       offset_(context.header->chunks[index].offset),
+      size_(context.header->chunks[index].size),
       index_(index),
       first_sequence_(first_sequence),
       sequences_(context.header->chunks[index].sequences),
@@ -248,6 +249,30 @@ void CurrentChunk::get_sequence(uint32_t index_in_chunk, std::vector<SequenceDat
     }
     if (realigned_[s] && realigned_[s][j] != nullptr) d.values = realigned_[s][j];
     out.push_back(d);
+  }
+}
+
+void CurrentChunk::prefetch_sequence(uint32_t index_in_chunk) const {
+  if (index_in_chunk >= sequences_) return;
+  constexpr uint64_t kLine = 64;
+  constexpr uint64_t kHeadBytes = 8 * kLine;  // a short record whole; of a long one, what is read first
+  for (size_t s = 0; s < streams_.size(); ++s) {
+    const uint64_t begin = record_at(s, index_in_chunk);
+    // Records lie stream after stream, sequence after sequence: the next one ends this one.
+    uint64_t end = size_;
+    if (index_in_chunk + 1 < sequences_) {
+      end = record_at(s, index_in_chunk + 1);
+    } else if (s + 1 < streams_.size()) {
+      end = record_at(s + 1, 0);
+    }
+    if (end <= begin) continue;
+    const unsigned char* p = base_ + begin;
+    const uint64_t head = std::min(end - begin, kHeadBytes);
+    for (uint64_t at = 0; at < head; at += kLine) __builtin_prefetch(p + at);
+    if (streams_[s].storage == StorageFormat::kSparseCsc && end - begin > kHeadBytes) {
+      __builtin_prefetch(base_ + end - 1);  // the per-sample counts end the record
+      if (end - begin > kHeadBytes + kLine) __builtin_prefetch(base_ + end - 1 - kLine);
+    }
   }
 }
 

@@ -61,6 +61,9 @@ class CurrentChunk final : public Chunk {
   /// Sparse records are checked here (counts non-negative and adding up to nnz, row indices below dim)
   /// before their views are handed out: FormatError otherwise.
   void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const override;
+  /// Starts loading the cache lines of the sequence's records (their headers, the first values and the
+  /// per-sample counts at their ends), so that the misses of a minibatch's sequences overlap.
+  void prefetch_sequence(uint32_t index_in_chunk) const override;
 
   /// Sets the record start (bytes from the chunk's first byte) of `sequence` in `stream`.
   void set_record(size_t stream, uint32_t sequence, uint64_t offset) {
@@ -93,6 +96,7 @@ class CurrentChunk final : public Chunk {
   const unsigned char* base_;
   std::string file_;
   uint64_t offset_;  // file offset of base_
+  uint64_t size_;    // bytes of the chunk
   uint32_t index_;
   uint64_t first_sequence_;
   uint32_t sequences_;
