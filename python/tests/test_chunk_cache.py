@@ -249,3 +249,22 @@ def test_a_source_without_the_cache_reports_stage_times(tmp_path, data):
     assert all(stats[k] >= 0 for k in ("randomize_s", "pack_s", "chunk_wait_s", "minibatch_wait_s"))
     assert stats["chunk_cache"] == {"budget_bytes": 0, "bytes": 0, "chunks": 0, "hits": 0, "misses": 0,
                                     "invalidations": 0}
+
+
+def test_dump_with_the_chunk_cache_writes_the_same_epochs(cli, tmp_path, data):
+    import subprocess
+    config = write_config(tmp_path, data)
+
+    def dump(*more):
+        result = subprocess.run([cli, "dump", "--config", config, "--section", "r", "--mb-size", "64",
+                                 "--epochs", "3", "--max-minibatches", "100", "--separate-layouts"] + list(more),
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    plain = dump()
+    assert plain.count("\n") > 3000
+    assert dump("--chunk-cache", "4MiB") == plain
+    bad = subprocess.run([cli, "dump", "--config", config, "--section", "r", "--mb-size", "64", "--chunk-cache",
+                          "4 MiB"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "chunkCacheBytes" in bad.stderr, bad.stderr
