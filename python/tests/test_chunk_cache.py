@@ -268,3 +268,17 @@ def test_dump_with_the_chunk_cache_writes_the_same_epochs(cli, tmp_path, data):
     bad = subprocess.run([cli, "dump", "--config", config, "--section", "r", "--mb-size", "64", "--chunk-cache",
                           "4 MiB"], capture_output=True, text=True)
     assert bad.returncode != 0 and "chunkCacheBytes" in bad.stderr, bad.stderr
+
+
+def test_a_corpus_of_several_files_is_cached(tmp_path):
+    first = write_ctf(tmp_path / "a.ctf", LENGTHS[:200])
+    second = write_ctf(tmp_path / "b.ctf", LENGTHS[200:])
+    expected = ctf_source([first, second], max_sweeps=3)
+    source = ctf_source([first, second], max_sweeps=3, chunk_cache="1MiB")
+    while True:
+        want, got = read(expected, 1), read(source, 1)
+        assert got == want
+        if not want:
+            break
+    stats = source.stats()["chunk_cache"]
+    assert stats["chunks"] == stats["misses"] == 2 and stats["hits"] >= 2, stats
