@@ -44,6 +44,7 @@ void CachingDeserializer::drop_all() {
 
 ChunkPtr CachingDeserializer::load_chunk(uint32_t chunk_id) {
   if (!enabled_) return inner_->load_chunk(chunk_id);
+  uint64_t drops_before = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(chunk_id);
@@ -61,6 +62,7 @@ ChunkPtr CachingDeserializer::load_chunk(uint32_t chunk_id) {
       }
     }
     ++misses_;
+    drops_before = invalidations_;
   }
   const uint64_t errors_before = tolerated_errors();
   ChunkPtr chunk = inner_->load_chunk(chunk_id);
@@ -69,7 +71,8 @@ ChunkPtr CachingDeserializer::load_chunk(uint32_t chunk_id) {
   if (tolerated_errors() != errors_before) return chunk;
   const uint64_t bytes = data_bytes(*chunk, chunk_id);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (bytes <= budget_ - bytes_ && entries_.count(chunk_id) == 0) {
+  // A load that began before the cache was dropped may have read the files as they were before.
+  if (invalidations_ == drops_before && bytes <= budget_ - bytes_ && entries_.count(chunk_id) == 0) {
     entries_.emplace(chunk_id, Entry{chunk, bytes, check_period_});
     bytes_ += bytes;
   }

@@ -7,7 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <string>
+#include <thread>
 
 #include "randomizer_mock.hpp"
 
@@ -31,11 +34,13 @@ class FileMock : public MockDeserializer {
   }
   ChunkPtr load_chunk(uint32_t chunk_id) override {
     if (chunk_id == bad_chunk) ++errors_;
+    if (on_load) on_load(chunk_id);
     return MockDeserializer::load_chunk(chunk_id);
   }
   void add_skips(SkipReport& report) const override { report.errors += errors_; }
 
   uint32_t bad_chunk = UINT32_MAX;
+  std::function<void(uint32_t)> on_load;  // runs at the start of each load (on the loading thread)
 
  private:
   std::string path_;
@@ -123,6 +128,32 @@ TEST_F(ChunkCacheTest, DropsEverythingWhenADataFileIsGone) {
   cache.load_chunk(0);  // the deserializer says what a missing file means; the mock has its data still
   EXPECT_EQ(mock->counters().loads, 2u);
   EXPECT_EQ(cache.stats().invalidations, 1u);
+}
+
+TEST_F(ChunkCacheTest, DoesNotKeepAChunkWhoseLoadBeganBeforeTheCacheWasDropped) {
+  auto mock = std::make_shared<FileMock>(2, 10, path_);
+  CachingDeserializer cache(mock, 1 << 20);
+  cache.load_chunk(0);
+  cache.load_chunk(0);
+  std::promise<void> loading;
+  std::promise<void> go_on;
+  std::shared_future<void> may_finish = go_on.get_future().share();
+  mock->on_load = [&](uint32_t chunk_id) {
+    if (chunk_id != 1) return;
+    loading.set_value();
+    may_finish.wait();
+  };
+  std::thread loader([&] { cache.load_chunk(1); });  // reads the file as it was
+  loading.get_future().wait();
+  std::ofstream(path_) << "other data";
+  cache.load_chunk(0);  // the check drops the cache while chunk 1 is being loaded
+  go_on.set_value();
+  loader.join();
+  mock->on_load = nullptr;
+  EXPECT_EQ(cache.stats().invalidations, 1u);
+  const size_t loads = mock->counters().loads;
+  cache.load_chunk(1);  // parsed again: the one loaded across the drop was not kept
+  EXPECT_EQ(mock->counters().loads, loads + 1);
 }
 
 TEST_F(ChunkCacheTest, DoesNotKeepAChunkWhoseLoadCountedAToleratedError) {
