@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cntkio/env.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/sequence.hpp"
 #include "cntkio/skip_report.hpp"
@@ -81,6 +82,16 @@ class Deserializer {
   /// deserializers created later find it, in this process and in processes forked from it (DataLoader
   /// workers). Null when there is nothing to share.
   virtual std::shared_ptr<const void> shared_index() const { return nullptr; }
+  /// A data file and its identity when this deserializer opened it.
+  struct InputFileVersion {
+    std::string path;       ///< as opened through the Env
+    FileIdentity identity;  ///< Env::file_identity when opened
+  };
+  /// The files whose bytes make this deserializer's chunks, each with the identity it had when opened. The
+  /// cache of decoded chunks (SourceOptions::chunk_cache_bytes) compares them with the files' identities now
+  /// and drops what it holds when one changed; it keeps no chunk of a deserializer that lists none (the
+  /// default), since it could not tell when they go stale.
+  virtual std::vector<InputFileVersion> input_files() const { return {}; }
 };
 
 }  // namespace cntkio

@@ -77,6 +77,30 @@ struct ReaderState {
 /// worker that has not read yet may give its initial state (a v2 reader learns its rank on its first read).
 ReaderState merge_reader_states(const std::vector<ReaderState>& states);
 
+/// Where a reader's time went and what its chunk cache holds (MinibatchSource::stats), for `cntkio bench`.
+/// Times are seconds summed since the reader was created; stages that run on several threads at once (chunk
+/// loads) sum their threads' times, so they can exceed the wall time.
+struct SourceStats {
+  double index_s = 0;           ///< creating the reader: opening and indexing the data, setting up the stages
+  double load_s = 0;            ///< loading (parsing) chunks, summed over the threads that loaded them
+  double randomize_s = 0;       ///< taking the next sequences from the loaded chunks (randomizer, transforms)
+  double pack_s = 0;            ///< packing sequences into minibatches
+  double chunk_wait_s = 0;      ///< the reading thread waiting for chunks still being loaded
+  double minibatch_wait_s = 0;  ///< the caller waiting for minibatches being read ahead
+  std::vector<double> loader_busy_s;  ///< per chunk-loading thread: the time it ran tasks
+
+  /// The cache of decoded chunks (SourceOptions::chunk_cache_bytes); all 0 when it is off.
+  struct ChunkCache {
+    uint64_t budget_bytes = 0;   ///< what it may hold
+    uint64_t bytes = 0;          ///< what it holds now (the data of its chunks)
+    uint64_t chunks = 0;         ///< the chunks it holds now
+    uint64_t hits = 0;           ///< chunk loads it answered
+    uint64_t misses = 0;         ///< chunk loads it passed to the deserializer
+    uint64_t invalidations = 0;  ///< times it was dropped because a data file changed
+  };
+  ChunkCache chunk_cache;  ///< the chunk cache's figures
+};
+
 /// A reader: delivers minibatches epoch after epoch (v1) or up to a sample/sweep limit (v2), and its state
 /// for checkpoints. Create one with from_config.
 class MinibatchSource {
@@ -148,6 +172,9 @@ class MinibatchSource {
     (void)on;
     return false;
   }
+
+  /// Where the time went so far and what the chunk cache holds (SourceStats); zeros where not measured.
+  virtual SourceStats stats() const { return {}; }
 };
 
 }  // namespace cntkio

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cntkio/config.hpp"
@@ -94,7 +95,18 @@ struct SourceOptions {
   /// [multiThreadedDeserialization] empty: on when an image deserializer is present; transforms the sequences
   /// of a minibatch on the loader threads (results do not depend on it).
   std::optional<bool> parallel_transforms;
+  /// [chunkCacheBytes] 0 (off); beyond CNTK: keeps the chunks the deserializers decode, up to this many bytes
+  /// of their data, so that later sweeps take them instead of parsing the files again (the same minibatches).
+  /// The first chunks that fit are kept and no other is admitted once it is full. The whole cache is dropped
+  /// when a data file's identity changes (checked as each sweep begins to reuse it). A size as text is read
+  /// by parse_byte_size ("4GiB").
+  size_t chunk_cache_bytes = 0;
 };
+
+/// A byte count written as digits with an optional unit (case-insensitive): B, KiB/MiB/GiB/TiB (and K, M, G,
+/// T: powers of 1024) or KB/MB/GB/TB (powers of 1000): "4GiB", "512M", "1000000". Empty when `text` is not
+/// one or the count does not fit in 64 bits.
+std::optional<uint64_t> parse_byte_size(std::string_view text);
 
 /// A reader.
 struct ReaderSpec {

@@ -854,6 +854,8 @@ def reader_text(spec):
         lines.append("multiThreadedDeserialization = %s" % _flag(s.parallel_transforms))
     if s.max_errors != 0:
         lines.append("maxErrors = %d" % s.max_errors)
+    if s.chunk_cache_bytes != 0:
+        lines.append("chunkCacheBytes = %d" % s.chunk_cache_bytes)
     sections = [_section_text(d) for d in spec.deserializers]
     lines.append("deserializers = (\n%s\n)" % "\n:\n".join(sections))
     return "reader = [\n" + "\n".join(lines) + "\n]\n"

@@ -237,6 +237,18 @@ class MinibatchDict(dict):
 # MinibatchSource
 
 
+def _byte_size(value, what):
+    """Bytes from a count or a size text such as '4GiB' (None: 0)."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        size = _core.parse_byte_size(value.strip())
+        if size is None or size >= 2 ** 64:
+            raise ValueError("%s must be a byte count or a size such as '4GiB' or '512MB', got %r" % (what, value))
+        return size
+    return _count(value, what)
+
+
 class MinibatchSource:
     """A composite reader over one or more deserializers, as cntk.io.MinibatchSource.
 
@@ -256,13 +268,16 @@ class MinibatchSource:
         truncation_length: truncated BPTT with this many steps per slot (0: off).
         randomize: False reads in file order (both windows become 0).
         max_errors: malformed sequences to skip before failing.
+        chunk_cache: (cntkio extension) keep the decoded chunks in memory for later sweeps, up to this many
+            bytes of their data: a count or a size such as ``"4GiB"``; None or 0: off. The minibatches are the
+            same; a data file that changes drops the cache.
     """
 
     def __init__(self, deserializers, max_samples=INFINITELY_REPEAT, max_sweeps=INFINITELY_REPEAT,
                  randomization_window_in_chunks=DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
                  randomization_window_in_samples=0, randomization_seed=0, trace_level=TraceLevel.Warning,
                  multithreaded_deserializer=None, frame_mode=False, truncation_length=0, randomize=True,
-                 max_errors=0):
+                 max_errors=0, chunk_cache=None):
         if not isinstance(deserializers, (list, tuple)):
             deserializers = [deserializers]
         if not deserializers:
@@ -292,6 +307,7 @@ class MinibatchSource:
                            _count(randomization_seed, "randomization_seed"), _count(trace_level, "trace_level"),
                            multithreaded_deserializer, frame_mode, _count(truncation_length, "truncation_length"),
                            _count(max_errors, "max_errors"))
+        spec.source.chunk_cache_bytes = _byte_size(chunk_cache, "chunk_cache")
         shapes = {}
         for d in deserializers:
             shapes.update(d.sample_shapes)
@@ -356,6 +372,13 @@ class MinibatchSource:
         self._report_skips(stacklevel=4)  # a composite reader drops sequences with a missing key when created
 
     # -- what was left out
+
+    def stats(self):
+        """Where the reader's time went so far and what its chunk cache holds, as a dict: seconds per stage
+        (``index_s``, ``load_s``, ``randomize_s``, ``pack_s``, ``chunk_wait_s``, ``minibatch_wait_s``), each
+        loader thread's busy seconds (``loader_busy_s``) and ``chunk_cache`` (``budget_bytes``, ``bytes``,
+        ``chunks``, ``hits``, ``misses``, ``invalidations``). (cntkio extension)"""
+        return self._reader.stats()
 
     def skip_report(self):
         """A SkipReport of what the reader has left out so far (under max_errors, or sequences whose key is

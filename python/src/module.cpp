@@ -298,6 +298,29 @@ class Reader {
     return d;
   }
 
+  // MinibatchSource::stats() as a dict: stage times in seconds, the loader threads' busy seconds, and the
+  // chunk cache's figures under "chunk_cache". No lock, as skip_report.
+  py::dict stats() const {
+    const SourceStats s = live().stats();
+    py::dict d;
+    d["index_s"] = s.index_s;
+    d["load_s"] = s.load_s;
+    d["randomize_s"] = s.randomize_s;
+    d["pack_s"] = s.pack_s;
+    d["chunk_wait_s"] = s.chunk_wait_s;
+    d["minibatch_wait_s"] = s.minibatch_wait_s;
+    d["loader_busy_s"] = s.loader_busy_s;
+    py::dict cache;
+    cache["budget_bytes"] = s.chunk_cache.budget_bytes;
+    cache["bytes"] = s.chunk_cache.bytes;
+    cache["chunks"] = s.chunk_cache.chunks;
+    cache["hits"] = s.chunk_cache.hits;
+    cache["misses"] = s.chunk_cache.misses;
+    cache["invalidations"] = s.chunk_cache.invalidations;
+    d["chunk_cache"] = cache;
+    return d;
+  }
+
   void restore(const std::string& json) {
     check_process();
     ReaderState state = ReaderState::from_json(json);
@@ -419,6 +442,7 @@ PYBIND11_MODULE(_core, m) {
       .def("next_v1", &Reader::next_v1)
       .def("state", &Reader::state)
       .def("skip_report", &Reader::skip_report)
+      .def("stats", &Reader::stats)
       .def("restore", &Reader::restore, py::arg("state"))
       .def("sweep_size", &Reader::sweep_size)
       .def("read_loop", &Reader::read_loop, py::arg("minibatch_size"), py::arg("max_minibatches"))

@@ -248,7 +248,8 @@ void bind_specs(py::module_& m) {
       .def_readwrite("trace_level", &SourceOptions::trace_level)
       .def_readwrite("threads", &SourceOptions::threads)
       .def_readwrite("prefetch", &SourceOptions::prefetch)
-      .def_readwrite("parallel_transforms", &SourceOptions::parallel_transforms);
+      .def_readwrite("parallel_transforms", &SourceOptions::parallel_transforms)
+      .def_readwrite("chunk_cache_bytes", &SourceOptions::chunk_cache_bytes);
   value_class<ReaderSpec>(m, "ReaderSpec", "A reader: its source options and deserializers (first: primary).")
       .def_readwrite("source", &ReaderSpec::source)
       .def_readwrite("deserializers", &ReaderSpec::deserializers);
@@ -261,6 +262,8 @@ void bind_reader_spec(py::module_& m) {
   bind_deserializer_options(m);
   bind_transform_options(m);
   bind_specs(m);
+  m.def("parse_byte_size", &parse_byte_size, py::arg("text"),
+        "The bytes a size such as '4GiB' or '512MB' stands for; None when it is not one.");
 }
 
 }  // namespace cntkio::python

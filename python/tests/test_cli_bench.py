@@ -67,3 +67,46 @@ def test_bench_names_a_missing_ctf_file(cli, tmp_path):
     missing = str(tmp_path / "missing.ctf")
     result = subprocess.run([cli, "bench", "--ctf", missing, "--stream", "x:f:2"], capture_output=True, text=True)
     assert result.returncode == 5 and "missing.ctf" in result.stderr, result.stderr
+
+
+def test_bench_shows_where_the_time_goes_and_what_the_chunk_cache_holds(cli, tmp_path):
+    path = write_ctf(tmp_path / "b.ctf", LENGTHS)
+    args = ["--ctf", path, "--stream", "features:f:2", "--stream", "labels:l:5:sparse", "--sweeps", "3",
+            "--mb-size", "16", "--threads", "2"]
+    plain = bench(cli, *args)
+    cached = bench(cli, *(args + ["--chunk-cache", "1MiB"]))
+    for got in (plain, cached):
+        assert len(got["sweep_seconds"]) == 3 and all(t > 0 for t in got["sweep_seconds"])
+        assert sum(got["sweep_seconds"]) <= got["seconds"] + 1e-6
+        stages = got["stages"]
+        assert set(stages) == {"index_s", "load_s", "randomize_s", "pack_s", "chunk_wait_s", "minibatch_wait_s"}
+        assert stages["index_s"] > 0 and stages["load_s"] > 0 and stages["pack_s"] > 0
+        assert all(v >= 0 for v in stages.values())
+        threads = got["loader_threads"]
+        assert len(threads) == 2
+        assert all(0 <= t["utilisation"] <= 1 and t["busy_s"] >= 0 for t in threads)
+        assert sum(t["busy_s"] for t in threads) > 0  # the chunk loads ran there
+    assert plain["chunk_cache"] == {"budget_bytes": 0, "bytes": 0, "chunks": 0, "hits": 0, "misses": 0,
+                                    "invalidations": 0}
+    cache = cached["chunk_cache"]
+    assert cache["budget_bytes"] == 1 << 20 and 0 < cache["bytes"] <= 1 << 20
+    assert cache["chunks"] == cache["misses"] == 1 and cache["hits"] >= 2  # one chunk, parsed once in 3 sweeps
+    assert (cached["samples"], cached["sequences"], cached["minibatches"]) == \
+        (plain["samples"], plain["sequences"], plain["minibatches"])
+
+
+def test_bench_text_output_names_the_stages(cli, tmp_path):
+    path = write_ctf(tmp_path / "b.ctf", LENGTHS)
+    result = subprocess.run([cli, "bench", "--ctf", path, "--stream", "features:f:2", "--sweeps", "2",
+                             "--chunk-cache", "1MiB", "--threads", "1"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    for words in ("sweeps:", "stages: index", "load/parse", "randomize", "pack", "waiting: for chunks",
+                  "for minibatches", "loader threads busy:", "chunk cache: 1 chunk(s)"):
+        assert words in result.stdout, result.stdout
+
+
+def test_bench_refuses_a_bad_chunk_cache_size(cli, tmp_path):
+    path = write_ctf(tmp_path / "b.ctf", LENGTHS)
+    result = subprocess.run([cli, "bench", "--ctf", path, "--stream", "features:f:2", "--chunk-cache", "lots"],
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "chunkCacheBytes" in result.stderr, result.stderr

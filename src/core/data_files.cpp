@@ -124,6 +124,16 @@ class JoinedFiles final : public Deserializer {
   void check_inputs_intact() const override {
     for (const auto& part : parts_) part->check_inputs_intact();
   }
+  // None when a part lists none: its chunks could go stale unseen.
+  std::vector<InputFileVersion> input_files() const override {
+    std::vector<InputFileVersion> all;
+    for (const auto& part : parts_) {
+      std::vector<InputFileVersion> files = part->input_files();
+      if (files.empty()) return {};
+      all.insert(all.end(), files.begin(), files.end());
+    }
+    return all;
+  }
   std::shared_ptr<const void> shared_index() const override {
     auto held = std::make_shared<std::vector<std::shared_ptr<const void>>>();
     for (const auto& part : parts_) {

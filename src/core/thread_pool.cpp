@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 
 namespace cntkio::core {
@@ -11,9 +12,17 @@ thread_local ThreadPool* current_pool = nullptr;
 
 }  // namespace
 
-ThreadPool::ThreadPool(size_t threads) {
+ThreadPool::ThreadPool(size_t threads) : busy_ns_(std::make_unique<std::atomic<uint64_t>[]>(threads)) {
   workers_.reserve(threads);
-  for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+}
+
+std::vector<double> ThreadPool::busy_seconds() const {
+  std::vector<double> seconds;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    seconds.push_back(static_cast<double>(busy_ns_[i].load(std::memory_order_relaxed)) / 1e9);
+  }
+  return seconds;
 }
 
 ThreadPool::~ThreadPool() {
@@ -48,7 +57,7 @@ size_t ThreadPool::hardware_threads() {
   return n == 0 ? 1 : n;
 }
 
-void ThreadPool::work() {
+void ThreadPool::work(size_t index) {
   current_pool = this;
   for (;;) {
     std::function<void()> task;
@@ -61,7 +70,12 @@ void ThreadPool::work() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
+    const auto start = std::chrono::steady_clock::now();
     task();
+    const auto busy = std::chrono::steady_clock::now() - start;
+    busy_ns_[index].fetch_add(
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(busy).count()),
+        std::memory_order_relaxed);
   }
 }
 

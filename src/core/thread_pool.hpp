@@ -6,8 +6,10 @@
 // the workers after their current task.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <future>
@@ -27,6 +29,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   size_t size() const { return workers_.size(); }
+  /// Per worker: the seconds it has spent running tasks so far (for `cntkio bench`'s utilisation).
+  std::vector<double> busy_seconds() const;
 
   /// Queues `task`; the future holds its result or exception.
   template <typename F>
@@ -70,7 +74,7 @@ class ThreadPool {
   static size_t hardware_threads();
 
  private:
-  void work();
+  void work(size_t index);
 
   mutable std::mutex mutex_;
   std::condition_variable ready_;
@@ -78,6 +82,7 @@ class ThreadPool {
   size_t waiting_ = 0;  // workers blocked in work() waiting for the queue
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  std::unique_ptr<std::atomic<uint64_t>[]> busy_ns_;  // per worker
 };
 
 /// Runs `part(0)` .. `part(parts - 1)`, each exactly once, on the calling thread and on up to `helpers`

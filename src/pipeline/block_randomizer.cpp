@@ -8,7 +8,7 @@ namespace cntkio::pipeline {
 
 BlockRandomizer::BlockRandomizer(std::shared_ptr<Deserializer> deserializer, size_t window,
                                  bool sample_based_window, uint64_t seed_offset, size_t max_invalid_sequences,
-                                 std::shared_ptr<core::ThreadPool> pool)
+                                 std::shared_ptr<core::ThreadPool> pool, std::shared_ptr<StageTimes> times)
     : deserializer_(std::move(deserializer)),
       chunk_randomizer_(non_empty_chunks(*deserializer_), window, sample_based_window),
       sequence_randomizer_(*deserializer_, chunk_randomizer_),
@@ -17,7 +17,7 @@ BlockRandomizer::BlockRandomizer(std::shared_ptr<Deserializer> deserializer, siz
       sweep_samples_(chunk_randomizer_.total_samples()),
       num_chunks_(chunk_randomizer_.size()),
       epoch_size_(sweep_samples_),
-      loader_(deserializer_, std::move(pool)) {}
+      loader_(deserializer_, std::move(pool), std::move(times)) {}
 
 void BlockRandomizer::start_epoch(const EpochConfiguration& config) {
   check_workers(config);

@@ -30,10 +30,12 @@ class BlockRandomizer : public SequenceEnumerator {
   /// `window` is R in samples if `sample_based_window`, else in chunks; `seed_offset` is randomizationSeed;
   /// `max_invalid_sequences` is what the invalid-sequence cleaner tolerates. Until start_epoch the
   /// enumerator reads one sweep as worker 0 of 1 from position 0. Throws Error if the input has no data.
-  /// With a `pool`, chunks of the window are loaded on its threads ahead of need (same results).
+  /// With a `pool`, chunks of the window are loaded on its threads ahead of need (same results). With
+  /// `times`, chunk loads and waits add to its counters.
   BlockRandomizer(std::shared_ptr<Deserializer> deserializer, size_t window, bool sample_based_window,
                   uint64_t seed_offset, size_t max_invalid_sequences = 0,
-                  std::shared_ptr<core::ThreadPool> pool = nullptr);
+                  std::shared_ptr<core::ThreadPool> pool = nullptr,
+                  std::shared_ptr<StageTimes> times = nullptr);
   BlockRandomizer(const BlockRandomizer&) = delete;  // members refer to each other
   BlockRandomizer& operator=(const BlockRandomizer&) = delete;
 

@@ -196,6 +196,16 @@ class Bundler final : public Deserializer {
   SourceLocation sequence_location(const SequenceKey& key) const override {
     return members_[0]->sequence_location(key);
   }
+  // None when a member lists none: its chunks could go stale unseen.
+  std::vector<InputFileVersion> input_files() const override {
+    std::vector<InputFileVersion> all;
+    for (const auto& member : members_) {
+      std::vector<InputFileVersion> files = member->input_files();
+      if (files.empty()) return {};
+      all.insert(all.end(), files.begin(), files.end());
+    }
+    return all;
+  }
 
  private:
   const BundledChunkDescription& checked(uint32_t chunk_id) const {

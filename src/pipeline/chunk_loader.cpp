@@ -6,8 +6,9 @@
 
 namespace cntkio::pipeline {
 
-ChunkLoader::ChunkLoader(std::shared_ptr<Deserializer> deserializer, std::shared_ptr<core::ThreadPool> pool)
-    : deserializer_(std::move(deserializer)), pool_(std::move(pool)) {}
+ChunkLoader::ChunkLoader(std::shared_ptr<Deserializer> deserializer, std::shared_ptr<core::ThreadPool> pool,
+                         std::shared_ptr<StageTimes> times)
+    : deserializer_(std::move(deserializer)), pool_(std::move(pool)), times_(std::move(times)) {}
 
 // A load in flight holds its own reference to the deserializer, so dropping its future never waits.
 ChunkLoader::~ChunkLoader() = default;
@@ -30,11 +31,12 @@ void ChunkLoader::start_load(uint32_t chunk_id) {
   std::shared_ptr<Deserializer> deserializer = deserializer_;
   auto dropped = std::make_shared<std::atomic<bool>>(false);
   auto cancelled = cancelled_;
-  auto load = [deserializer, chunk_id, dropped, cancelled]() -> ChunkPtr {
+  auto load = [deserializer, chunk_id, dropped, cancelled, times = times_]() -> ChunkPtr {
     if (dropped->load(std::memory_order_acquire)) {  // nobody waits for it any more
       cancelled->fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
+    const StageTimer timer(times ? &times->load_ns : nullptr);
     return load_chunk_checked(*deserializer, chunk_id);
   };
   chunks_.emplace(chunk_id, Entry{pool_->submit(std::move(load)).share(), std::move(dropped)});
@@ -48,6 +50,8 @@ ChunkPtr ChunkLoader::get(uint32_t chunk_id) {
     try {
       // Loaded on this thread: the pool's idle workers may still help parse it.
       const core::ThreadPool::ScopedCurrent helpers(pool_.get());
+      const StageTimer load_timer(times_ ? &times_->load_ns : nullptr);
+      const StageTimer reader_timer(times_ ? &times_->reader_load_ns : nullptr);
       loaded.set_value(load_chunk_checked(*deserializer_, chunk_id));
     } catch (...) {
       loaded.set_exception(std::current_exception());
@@ -55,6 +59,10 @@ ChunkPtr ChunkLoader::get(uint32_t chunk_id) {
     it = chunks_.emplace(chunk_id, Entry{loaded.get_future().share(), nullptr}).first;
   }
   try {
+    if (times_ && it->second.chunk.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      const StageTimer timer(&times_->chunk_wait_ns);
+      it->second.chunk.wait();
+    }
     return it->second.chunk.get();
   } catch (...) {
     chunks_.erase(it);  // a later request (e.g. after a restore) tries again

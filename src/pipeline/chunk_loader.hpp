@@ -17,13 +17,16 @@
 
 #include "cntkio/deserializer.hpp"
 #include "core/thread_pool.hpp"
+#include "pipeline/stage_times.hpp"
 
 namespace cntkio::pipeline {
 
 class ChunkLoader {
  public:
-  /// `pool` may be null: chunks are then loaded on the caller's thread when asked for.
-  ChunkLoader(std::shared_ptr<Deserializer> deserializer, std::shared_ptr<core::ThreadPool> pool);
+  /// `pool` may be null: chunks are then loaded on the caller's thread when asked for. With `times`, loads
+  /// and waits for them add to its counters.
+  ChunkLoader(std::shared_ptr<Deserializer> deserializer, std::shared_ptr<core::ThreadPool> pool,
+              std::shared_ptr<StageTimes> times = nullptr);
   ~ChunkLoader();
   ChunkLoader(const ChunkLoader&) = delete;
   ChunkLoader& operator=(const ChunkLoader&) = delete;
@@ -54,6 +57,7 @@ class ChunkLoader {
   };
   std::shared_ptr<Deserializer> deserializer_;
   std::shared_ptr<core::ThreadPool> pool_;
+  std::shared_ptr<StageTimes> times_;
   std::unordered_map<uint32_t, Entry> chunks_;
   std::vector<uint32_t> wanted_;  // prefetch()ed, not started yet
   std::shared_ptr<std::atomic<uint64_t>> cancelled_ = std::make_shared<std::atomic<uint64_t>>(0);

@@ -29,8 +29,11 @@ class ComposedSource final : public MinibatchSource {
         checkpoint_(*enumerator_, *packer_),
         replay_(enumerator_->state().transform_draws, parts.settings.trace_level),
         describe_(std::move(parts.describe)),
+        times_(std::move(parts.times)),
+        more_stats_(std::move(parts.more_stats)),
         read_ahead_([this] { return read_one(); }, parts.settings.prefetch) {
     packer_->set_input_check(skips_.input_check());
+    if (times_) read_ahead_.set_wait_counter(&times_->minibatch_wait_ns);
   }
 
   ~ComposedSource() override { read_ahead_.discard(); }
@@ -91,6 +94,13 @@ class ComposedSource final : public MinibatchSource {
   }
 
   bool defer_values(bool on) override { return packer_->defer_values(on); }
+
+  SourceStats stats() const override {
+    SourceStats stats;
+    if (times_) times_->fill(stats);
+    if (more_stats_) more_stats_(stats);
+    return stats;
+  }
 
   std::vector<std::shared_ptr<const void>> shared_indexes() const override {
     std::vector<std::shared_ptr<const void>> out;
@@ -178,6 +188,7 @@ class ComposedSource final : public MinibatchSource {
   ReadResult read_one() {
     ReadResult r;
     try {
+      const StageTimer timer(times_ ? &times_->read_ns : nullptr);
       r.minibatch = packer_->read_minibatch();
     } catch (const Error&) {
       skips_.check_inputs_intact();  // zeros read past the new end of a cut file are no format error
@@ -204,6 +215,8 @@ class ComposedSource final : public MinibatchSource {
   CheckpointState checkpoint_;
   TransformReplay replay_;
   std::function<std::vector<std::string>()> describe_;
+  std::shared_ptr<StageTimes> times_;
+  std::function<void(SourceStats&)> more_stats_;
   ReadAhead read_ahead_;  // last: it stops reading before the rest goes
 };
 

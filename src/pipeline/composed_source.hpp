@@ -12,6 +12,7 @@
 #include "pipeline/packer.hpp"
 #include "pipeline/sequence_enumerator.hpp"
 #include "pipeline/skip_report.hpp"
+#include "pipeline/stage_times.hpp"
 
 namespace cntkio::pipeline {
 
@@ -30,6 +31,8 @@ struct SourceParts {
   ReaderSettings settings;
   SkipSources skips;  ///< where the skip report comes from (also the deserializers whose inputs are checked)
   std::function<std::vector<std::string>()> describe;  ///< MinibatchSource::describe
+  std::shared_ptr<StageTimes> times;                   ///< where the stages add their times (may be null)
+  std::function<void(SourceStats&)> more_stats;        ///< adds the loader threads' and the cache's figures
 };
 
 std::unique_ptr<MinibatchSource> make_composed_source(SourceParts parts);

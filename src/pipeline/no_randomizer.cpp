@@ -9,14 +9,14 @@
 namespace cntkio::pipeline {
 
 NoRandomizer::NoRandomizer(std::shared_ptr<Deserializer> deserializer, size_t max_invalid_sequences,
-                           std::shared_ptr<core::ThreadPool> pool)
+                           std::shared_ptr<core::ThreadPool> pool, std::shared_ptr<StageTimes> times)
     : deserializer_(std::move(deserializer)),
       chunks_(non_empty_chunks(*deserializer_)),
       cleaner_(max_invalid_sequences),
       sweep_samples_(pipeline::sweep_size(chunks_)),
       epoch_end_(sweep_samples_),
       prefetch_depth_(pool ? pool->size() : 0),
-      loader_(deserializer_, std::move(pool)) {
+      loader_(deserializer_, std::move(pool), std::move(times)) {
   size_t samples = 0;
   size_t sequences = 0;
   for (const ChunkInfo& c : chunks_) {

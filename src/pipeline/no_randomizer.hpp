@@ -25,9 +25,11 @@ class NoRandomizer : public SequenceEnumerator {
  public:
   /// Until start_epoch the enumerator reads one sweep as worker 0 of 1 from position 0.
   /// Throws Error if the input has no data.
-  /// With a `pool`, the next chunks (as many as the pool has threads) are loaded ahead of need.
+  /// With a `pool`, the next chunks (as many as the pool has threads) are loaded ahead of need. With `times`,
+  /// chunk loads and waits add to its counters.
   explicit NoRandomizer(std::shared_ptr<Deserializer> deserializer, size_t max_invalid_sequences = 0,
-                        std::shared_ptr<core::ThreadPool> pool = nullptr);
+                        std::shared_ptr<core::ThreadPool> pool = nullptr,
+                        std::shared_ptr<StageTimes> times = nullptr);
 
   const std::vector<StreamInfo>& streams() const override { return deserializer_->streams(); }
   void start_epoch(const EpochConfiguration& config) override;

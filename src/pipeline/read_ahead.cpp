@@ -42,6 +42,10 @@ void ReadAhead::schedule() {
 ReadResult ReadAhead::next() {
   if (ready_.empty() && pending_.valid()) {
     std::future<Batch> f = std::move(pending_);
+    {
+      const StageTimer timer(wait_counter_);
+      f.wait();
+    }
     Batch batch = f.get();
     for (ReadResult& r : batch.results) ready_.push_back(std::move(r));
     failure_ = batch.failure;

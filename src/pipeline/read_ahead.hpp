@@ -25,6 +25,7 @@
 #include "core/thread_pool.hpp"
 #include "pipeline/packer.hpp"
 #include "pipeline/sequence_enumerator.hpp"
+#include "pipeline/stage_times.hpp"
 
 namespace cntkio::pipeline {
 
@@ -64,6 +65,8 @@ class ReadAhead {
   /// Waits for the batch being read and drops everything read ahead (the caller repositions before reading
   /// again).
   void discard();
+  /// next() adds the time it waits for a batch being read ahead to `counter` (null: none).
+  void set_wait_counter(std::atomic<uint64_t>* counter) { wait_counter_ = counter; }
 
   /// While a Hold made with `on` lives, schedule() starts nothing (reading is about to be repositioned).
   class Hold {
@@ -99,6 +102,7 @@ class ReadAhead {
   std::deque<ReadResult> ready_;  // read ahead, not yet handed out
   std::exception_ptr failure_;    // the read after ready_ failed
   bool produced_epoch_end_ = false;
+  std::atomic<uint64_t>* wait_counter_ = nullptr;
 };
 
 }  // namespace cntkio::pipeline

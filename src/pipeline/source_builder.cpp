@@ -1,5 +1,6 @@
 // MinibatchSource::create: a ReaderSpec assembled into deserializers (by their registered types), the
 // bundler, a randomizer, the transform stage and a packer (design.md's one picture).
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -10,29 +11,33 @@
 #include "core/thread_pool.hpp"
 #include "pipeline/block_randomizer.hpp"
 #include "pipeline/bundler.hpp"
+#include "pipeline/chunk_cache.hpp"
 #include "pipeline/composed_source.hpp"
 #include "pipeline/no_randomizer.hpp"
 #include "pipeline/packer.hpp"
+#include "pipeline/stage_times.hpp"
 #include "pipeline/transform_stage.hpp"
 #include "spec/config_rules.hpp"
 
 namespace cntkio {
 namespace {
 
+// The randomizer the options ask for, loading chunks on `pool` (may be null).
 std::shared_ptr<pipeline::SequenceEnumerator> make_randomizer(std::shared_ptr<Deserializer> deserializer,
-                                                              const SourceOptions& source, size_t threads,
+                                                              const SourceOptions& source,
+                                                              std::shared_ptr<core::ThreadPool> pool,
+                                                              std::shared_ptr<pipeline::StageTimes> times,
                                                               pipeline::SkipSources& skips) {
-  auto pool = threads > 0 ? std::make_shared<core::ThreadPool>(threads) : nullptr;
   if (!source.randomize) {
-    auto randomizer =
-        std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), source.max_errors, pool);
+    auto randomizer = std::make_shared<pipeline::NoRandomizer>(std::move(deserializer), source.max_errors,
+                                                               std::move(pool), std::move(times));
     skips.sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
     skips.sequences_removed_keys = [randomizer] { return randomizer->invalid_sequence_keys(); };
     return randomizer;
   }
   auto randomizer = std::make_shared<pipeline::BlockRandomizer>(
       std::move(deserializer), *source.randomization_window, *source.sample_based_window, source.seed,
-      source.max_errors, pool);
+      source.max_errors, std::move(pool), std::move(times));
   skips.sequences_removed = [randomizer] { return randomizer->invalid_sequences_removed(); };
   skips.sequences_removed_keys = [randomizer] { return randomizer->invalid_sequence_keys(); };
   return randomizer;
@@ -73,6 +78,7 @@ std::vector<SequenceTransformerPtr> make_transformers(
 }  // namespace
 
 std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given) {
+  const auto started = std::chrono::steady_clock::now();
   if (given.deserializers.empty()) throw UsageError("A reader needs at least one deserializer.");
   ReaderSpec spec = given;
   for (const DeserializerSpec& d : spec.deserializers) {
@@ -121,6 +127,19 @@ std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given
     return lines;
   };
   if (deserializers.size() > 1) parts.skips.bundler = joined;
+  std::shared_ptr<pipeline::CachingDeserializer> cache;
+  if (s.chunk_cache_bytes > 0) {
+    cache = std::make_shared<pipeline::CachingDeserializer>(joined, s.chunk_cache_bytes);
+    joined = cache;
+  }
+  auto times = std::make_shared<pipeline::StageTimes>();
+  auto pool =
+      parts.settings.threads > 0 ? std::make_shared<core::ThreadPool>(parts.settings.threads) : nullptr;
+  parts.times = times;
+  parts.more_stats = [pool, cache](SourceStats& stats) {
+    if (pool) stats.loader_busy_s = pool->busy_seconds();
+    if (cache) stats.chunk_cache = cache->stats();
+  };
 
   TransformContext transform_context;
   transform_context.element_type = s.element_type;
@@ -130,9 +149,10 @@ std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given
   bool any_transforms = false;
   for (const auto& t : transformers) any_transforms = any_transforms || static_cast<bool>(t);
   const bool parallel = s.parallel_transforms.value_or(any_transforms);
-  parts.enumerator =
-      pipeline::with_transforms(make_randomizer(joined, s, parts.settings.threads, parts.skips),
-                                std::move(transformers), parallel ? parts.settings.threads : 0);
+  parts.enumerator = pipeline::with_timing(
+      pipeline::with_transforms(make_randomizer(joined, s, pool, times, parts.skips), std::move(transformers),
+                                parallel ? parts.settings.threads : 0),
+      times);
   switch (*s.packing) {
     case Packing::kFrames:
       parts.packer = pipeline::make_frame_packer(parts.enumerator, s.local_timeline);
@@ -151,6 +171,9 @@ std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given
     source->set_v2_limits(s.max_samples.value_or(kInfinitelyRepeat),
                           s.max_sweeps.value_or(kInfinitelyRepeat));
   }
+  times->index_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started)
+          .count());
   return source;
 }
 

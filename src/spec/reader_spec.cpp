@@ -31,6 +31,17 @@ void read_execution_settings(const Config& reader, SourceOptions& source) {
   if (reader.exists("multiThreadedDeserialization")) {
     source.parallel_transforms = reader.get_bool("multiThreadedDeserialization", false);
   }
+  if (reader.exists("chunkCacheBytes")) {
+    const std::string text = reader.get_string("chunkCacheBytes");
+    const std::optional<uint64_t> bytes = parse_byte_size(text);
+    if (!bytes || *bytes > SIZE_MAX) {
+      throw reader.error("chunkCacheBytes",
+                         "chunkCacheBytes must be a byte count such as 4294967296, 4GiB or "
+                         "512MB, not '" +
+                             text + "'.");
+    }
+    source.chunk_cache_bytes = static_cast<size_t>(*bytes);
+  }
 }
 
 void read_standalone_order(const Config& reader, SourceOptions& source, size_t default_window_in_chunks) {
@@ -94,6 +105,43 @@ void resolve_reader_defaults(SourceOptions& source, const std::vector<Deserializ
 }
 
 }  // namespace spec_detail
+
+std::optional<uint64_t> parse_byte_size(std::string_view text) {
+  size_t digits = 0;
+  uint64_t count = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+    const uint64_t digit = static_cast<uint64_t>(text[digits] - '0');
+    if (count > (UINT64_MAX - digit) / 10) return std::nullopt;
+    count = count * 10 + digit;
+    ++digits;
+  }
+  if (digits == 0) return std::nullopt;
+  struct Unit {
+    std::string_view name;
+    uint64_t factor;
+  };
+  static constexpr Unit kUnits[] = {{"", 1},
+                                    {"b", 1},
+                                    {"k", 1ull << 10},
+                                    {"kib", 1ull << 10},
+                                    {"kb", 1000},
+                                    {"m", 1ull << 20},
+                                    {"mib", 1ull << 20},
+                                    {"mb", 1000000},
+                                    {"g", 1ull << 30},
+                                    {"gib", 1ull << 30},
+                                    {"gb", 1000000000},
+                                    {"t", 1ull << 40},
+                                    {"tib", 1ull << 40},
+                                    {"tb", 1000000000000}};
+  const std::string_view unit = text.substr(digits);
+  for (const Unit& u : kUnits) {
+    if (!core::iequals(unit, u.name)) continue;
+    if (count > UINT64_MAX / u.factor) return std::nullopt;
+    return count * u.factor;
+  }
+  return std::nullopt;
+}
 
 namespace {
 

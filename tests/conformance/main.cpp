@@ -1,6 +1,7 @@
-// cntkio_conformance [--filter TEXT] [--expected FILE] [CONFORMANCE_DIR]
+// cntkio_conformance [--filter TEXT] [--expected FILE] [--set KEY=VALUE]... [CONFORMANCE_DIR]
 // Prints one line per case and "N passed, M failed". With --expected, exits non-zero if any case named in
-// FILE (one name per line, '#' comments) does not pass.
+// FILE (one name per line, '#' comments) does not pass. --set adds a config override to every case, after its
+// own.
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -11,17 +12,21 @@ int main(int argc, char** argv) {
   std::string dir = CNTKIO_CONFORMANCE_DIR;
   std::string filter;
   std::string expected_file;
+  std::vector<std::string> overrides;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--filter" && i + 1 < argc) {
       filter = argv[++i];
     } else if (arg == "--expected" && i + 1 < argc) {
       expected_file = argv[++i];
+    } else if (arg == "--set" && i + 1 < argc) {
+      overrides.push_back(argv[++i]);
     } else {
       dir = arg;
     }
   }
-  std::vector<cntkio::conformance::CaseResult> results = cntkio::conformance::run_cases(dir, filter);
+  std::vector<cntkio::conformance::CaseResult> results =
+      cntkio::conformance::run_cases(dir, filter, overrides);
   size_t passed = 0, failed = 0, skipped = 0, cntk_passed = 0, cntk_total = 0;
   std::set<std::string> passing, not_run;
   for (const auto& r : results) {

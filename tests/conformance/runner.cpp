@@ -294,7 +294,8 @@ bool left_out_of_build(const std::string& message) {
 
 }  // namespace
 
-std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std::string& filter) {
+std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std::string& filter,
+                                  const std::vector<std::string>& extra_overrides) {
   const fs::path root = fs::absolute(conformance_dir);
   json cases = json::parse(read_file(root / "cases.json"));
   std::map<std::string, std::string> outputs;  // reference outputs for differential cases
@@ -321,6 +322,7 @@ std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std:
         r.detail = run_parser_case(c, root);
       } else {
         pipeline::DumpOptions options = dump_options(c, root);
+        options.overrides.insert(options.overrides.end(), extra_overrides.begin(), extra_overrides.end());
         std::ostringstream out;
         std::string expected_error;
         if (r.mode == "error") {

@@ -19,6 +19,9 @@ struct CaseResult {
 
 /// Runs every included case of `conformance_dir`/cases.json whose name matches `filter` (substring; empty:
 /// all). Changes the working directory while running a case and restores it afterwards.
-std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std::string& filter = {});
+/// `extra_overrides` (key=value) are applied after each case's own: the cases must pass with options that
+/// change nothing that is delivered (a chunk cache).
+std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std::string& filter = {},
+                                  const std::vector<std::string>& extra_overrides = {});
 
 }  // namespace cntkio::conformance

@@ -9,7 +9,9 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "cntkio/config.hpp"
 #include "cntkio/env.hpp"
@@ -31,6 +33,7 @@ struct BenchArgs {
   size_t sweeps = 1;
   size_t mb_size = 256;
   int threads = -1;
+  std::string chunk_cache;  // chunkCacheBytes: a byte count or a size such as 4GiB
   bool json = false;
 };
 
@@ -112,9 +115,66 @@ Config bench_reader(const BenchArgs& a) {
   return root.get_block(a.section).get_block(a.reader_section);
 }
 
+// The JSON fields of where the time went (after the throughput's): sweep times, stage times, the loader
+// threads' busy time and utilisation, and the chunk cache's figures.
+std::string stats_json(const SourceStats& s, const std::vector<double>& sweep_seconds, double seconds) {
+  std::string out = "\"sweep_seconds\": [";
+  char buffer[256];
+  for (size_t i = 0; i < sweep_seconds.size(); ++i) {
+    std::snprintf(buffer, sizeof buffer, "%s%.6f", i == 0 ? "" : ", ", sweep_seconds[i]);
+    out += buffer;
+  }
+  std::snprintf(
+      buffer, sizeof buffer,
+      "], \"stages\": {\"index_s\": %.6f, \"load_s\": %.6f, \"randomize_s\": %.6f, \"pack_s\": %.6f, "
+      "\"chunk_wait_s\": %.6f, \"minibatch_wait_s\": %.6f}, \"loader_threads\": [",
+      s.index_s, s.load_s, s.randomize_s, s.pack_s, s.chunk_wait_s, s.minibatch_wait_s);
+  out += buffer;
+  for (size_t i = 0; i < s.loader_busy_s.size(); ++i) {
+    std::snprintf(buffer, sizeof buffer, "%s{\"busy_s\": %.6f, \"utilisation\": %.4f}", i == 0 ? "" : ", ",
+                  s.loader_busy_s[i], seconds > 0 ? s.loader_busy_s[i] / seconds : 0.0);
+    out += buffer;
+  }
+  const SourceStats::ChunkCache& c = s.chunk_cache;
+  std::snprintf(
+      buffer, sizeof buffer,
+      "], \"chunk_cache\": {\"budget_bytes\": %llu, \"bytes\": %llu, \"chunks\": %llu, \"hits\": %llu, "
+      "\"misses\": %llu, \"invalidations\": %llu}",
+      static_cast<unsigned long long>(c.budget_bytes), static_cast<unsigned long long>(c.bytes),
+      static_cast<unsigned long long>(c.chunks), static_cast<unsigned long long>(c.hits),
+      static_cast<unsigned long long>(c.misses), static_cast<unsigned long long>(c.invalidations));
+  return out + buffer;
+}
+
+void print_stats(const SourceStats& s, const std::vector<double>& sweep_seconds, double seconds) {
+  if (sweep_seconds.size() > 1) {
+    std::printf("sweeps:");
+    for (double t : sweep_seconds) std::printf(" %.3f s", t);
+    std::printf(" (the first %.1fx the last)\n",
+                sweep_seconds.back() > 0 ? sweep_seconds.front() / sweep_seconds.back() : 0.0);
+  }
+  std::printf("stages: index %.3f s, load/parse %.3f s (all threads), randomize %.3f s, pack %.3f s\n",
+              s.index_s, s.load_s, s.randomize_s, s.pack_s);
+  std::printf("waiting: for chunks %.3f s, for minibatches %.3f s\n", s.chunk_wait_s, s.minibatch_wait_s);
+  if (!s.loader_busy_s.empty()) {
+    std::printf("loader threads busy:");
+    for (double busy : s.loader_busy_s) std::printf(" %.0f%%", seconds > 0 ? 100.0 * busy / seconds : 0.0);
+    std::printf(" of %.3f s\n", seconds);
+  }
+  const SourceStats::ChunkCache& c = s.chunk_cache;
+  if (c.budget_bytes > 0) {
+    std::printf(
+        "chunk cache: %llu chunk(s), %.1f of %.1f MB, %llu hit(s), %llu miss(es), %llu invalidation(s)\n",
+        static_cast<unsigned long long>(c.chunks), static_cast<double>(c.bytes) / 1e6,
+        static_cast<double>(c.budget_bytes) / 1e6, static_cast<unsigned long long>(c.hits),
+        static_cast<unsigned long long>(c.misses), static_cast<unsigned long long>(c.invalidations));
+  }
+}
+
 int run_bench(const BenchArgs& a) {
   Config reader = bench_reader(a);
   if (a.threads >= 0) reader.set("loaderThreads", std::to_string(a.threads));
+  if (!a.chunk_cache.empty()) reader.set("chunkCacheBytes", a.chunk_cache);
   const size_t threads = reader.get_uint("loaderThreads", std::max(1u, std::thread::hardware_concurrency()));
   const uint64_t bytes_per_sweep = input_bytes(reader);
   const bool progress = !a.json && ::isatty(STDERR_FILENO);
@@ -126,13 +186,20 @@ int run_bench(const BenchArgs& a) {
   Minibatch mb;
   double first_minibatch_s = 0;
   uint64_t samples = 0, sequences = 0, minibatches = 0, sweeps_done = 0;
+  std::vector<double> sweep_seconds;  // each sweep's time (the first from the start, creation included)
+  auto sweep_start = start;
   while (source->next_minibatch_v2(a.mb_size, 1, 0, mb)) {
     if (minibatches++ == 0) first_minibatch_s = std::chrono::duration<double>(Clock::now() - start).count();
     sequences += mb.keys.size();
     size_t longest = 0;
     for (const StreamBatch& s : mb.streams) longest = std::max(longest, s.layout.num_samples());
     samples += longest;
-    if (mb.end_of_sweep) ++sweeps_done;
+    if (mb.end_of_sweep) {
+      ++sweeps_done;
+      const auto now = Clock::now();
+      sweep_seconds.push_back(std::chrono::duration<double>(now - sweep_start).count());
+      sweep_start = now;
+    }
     if (progress && minibatches % 64 == 0) {
       std::fprintf(stderr, "\rbench: sweep %zu/%zu, %llu minibatches, %llu samples",
                    static_cast<size_t>(sweeps_done + 1), a.sweeps,
@@ -146,16 +213,17 @@ int run_bench(const BenchArgs& a) {
   if (!skipped.empty()) std::fprintf(stderr, "warning: %s\n", skipped.to_string().c_str());
   const double mb_per_s =
       static_cast<double>(bytes_per_sweep) * static_cast<double>(a.sweeps) / 1e6 / seconds;
+  const SourceStats stats = source->stats();
   if (a.json) {
     std::printf(
         "{\"mb_per_s\": %.3f, \"samples_per_s\": %.1f, \"sequences_per_s\": %.1f, \"seconds\": %.6f, "
         "\"first_minibatch_s\": %.6f, \"peak_rss_mb\": %.1f, \"threads\": %zu, \"sweeps\": %zu, \"samples\": "
         "%llu, "
-        "\"sequences\": %llu, \"minibatches\": %llu, \"input_bytes_per_sweep\": %llu}\n",
+        "\"sequences\": %llu, \"minibatches\": %llu, \"input_bytes_per_sweep\": %llu, %s}\n",
         mb_per_s, static_cast<double>(samples) / seconds, static_cast<double>(sequences) / seconds, seconds,
         first_minibatch_s, peak_rss_mb(), threads, a.sweeps, static_cast<unsigned long long>(samples),
         static_cast<unsigned long long>(sequences), static_cast<unsigned long long>(minibatches),
-        static_cast<unsigned long long>(bytes_per_sweep));
+        static_cast<unsigned long long>(bytes_per_sweep), stats_json(stats, sweep_seconds, seconds).c_str());
   } else {
     std::printf("read %zu sweep(s): %llu samples, %llu sequences in %llu minibatches of %zu samples\n",
                 a.sweeps, static_cast<unsigned long long>(samples),
@@ -166,6 +234,7 @@ int run_bench(const BenchArgs& a) {
     std::printf("%.1f MB/s of input, %.0f samples/s, %.0f sequences/s, peak RSS %.1f MB\n", mb_per_s,
                 static_cast<double>(samples) / seconds, static_cast<double>(sequences) / seconds,
                 peak_rss_mb());
+    print_stats(stats, sweep_seconds, seconds);
   }
   return 0;
 }
@@ -182,7 +251,10 @@ Command add_bench_command(CLI::App& app) {
       "--stream features:x:3 --stream labels:y:10:sparse reads FILE randomized with cntk.io's defaults "
       "(a window of 128 chunks, seed 0). MB/s counts the bytes of the "
       "files named by `file` keys once per sweep. --json prints one line with mb_per_s, samples_per_s, "
-      "sequences_per_s, seconds, first_minibatch_s, peak_rss_mb and threads.");
+      "sequences_per_s, seconds, first_minibatch_s, peak_rss_mb and threads, then where the time went: "
+      "sweep_seconds, stages (index_s, load_s, randomize_s, pack_s, chunk_wait_s, minibatch_wait_s), "
+      "loader_threads (busy_s, utilisation) and chunk_cache (budget_bytes, bytes, chunks, hits, misses, "
+      "invalidations).");
   CLI::Option* config = cmd->add_option("--config", args->config_file, "CNTK config file");
   cmd->add_option("--section", args->section, "Top-level block that holds the reader (with --config)");
   CLI::Option* ctf =
@@ -204,6 +276,10 @@ Command add_bench_command(CLI::App& app) {
       ->check(positive_count_validator());
   cmd->add_option("--threads", args->threads,
                   "Chunk-loading threads (default: the reader's loaderThreads, or nproc)");
+  cmd->add_option("--chunk-cache", args->chunk_cache,
+                  "Keep decoded chunks in memory for later sweeps, up to SIZE bytes of data (e.g. 4GiB; the "
+                  "reader's chunkCacheBytes)")
+      ->type_name("SIZE");
   cmd->add_flag("--json", args->json, "Print one JSON line");
   return Command{cmd, [args]() { return run_bench(*args); }};
 }

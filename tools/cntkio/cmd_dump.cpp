@@ -87,6 +87,7 @@ struct DumpArgs {
   pipeline::DumpOptions dump;
   std::string epoch_size = "sweep";
   std::string features, labels, output;
+  std::string chunk_cache;
   bool separate_layouts = false;
 };
 }  // namespace
@@ -134,6 +135,10 @@ Command add_dump_command(CLI::App& app) {
   cmd->add_flag("--sparse-entries", dump.sparse_entries,
                 "Write sparse samples as their index:value entries instead of dense rows");
   cmd->add_option("--output", args->output, "Output file (default: standard output)");
+  cmd->add_option("--chunk-cache", args->chunk_cache,
+                  "Keep decoded chunks in memory for later epochs, up to SIZE bytes of data (e.g. 4GiB; the "
+                  "reader's chunkCacheBytes)")
+      ->type_name("SIZE");
   return Command{
       cmd, [args, max_minibatches]() {
         pipeline::DumpOptions& dump = args->dump;
@@ -151,6 +156,8 @@ Command add_dump_command(CLI::App& app) {
         dump.features = split_commas(args->features);
         dump.labels = split_commas(args->labels);
         dump.shared_layout = !args->separate_layouts;
+        // Set last, at the top: the reader section inherits it unless it sets chunkCacheBytes itself.
+        if (!args->chunk_cache.empty()) dump.overrides.push_back("chunkCacheBytes=" + args->chunk_cache);
         SkipReport skipped;
         dump.skip_report = &skipped;
         // What maxErrors let through is never silent: one line on stderr at the end.

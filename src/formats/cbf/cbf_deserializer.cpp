@@ -153,6 +153,9 @@ class CbfDeserializer final : public Deserializer {
 
   // Chunks hand out views into the mapping, which the packer copies later.
   void check_inputs_intact() const override { mapping_->check_intact(); }
+  std::vector<InputFileVersion> input_files() const override {
+    return {{mapping_->path(), mapping_->identity()}};
+  }
 
   const CbfHeader& header() const { return header_; }
 

@@ -222,6 +222,7 @@ class CtfDeserializer final : public Deserializer {
   }
 
   void check_inputs_intact() const override { file_.check_intact(); }
+  std::vector<InputFileVersion> input_files() const override { return {{file_.path(), file_.identity()}}; }
 
   std::vector<std::string> describe() const override {
     std::vector<std::string> lines;

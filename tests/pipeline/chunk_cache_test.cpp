@@ -1,0 +1,174 @@
+// The cache of decoded chunks (pipeline/chunk_cache.hpp) over a mock deserializer: what it keeps, what it
+// counts, and when it drops everything.
+#include "pipeline/chunk_cache.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "randomizer_mock.hpp"
+
+namespace cntkio::pipeline {
+namespace {
+
+using testing::MockDeserializer;
+
+// The mock's chunks, said to come from `path` (empty: from no file), and an error counted by every load of
+// chunk `bad_chunk`.
+class FileMock : public MockDeserializer {
+ public:
+  FileMock(size_t chunks, size_t per_chunk, std::string path)
+      : MockDeserializer(std::vector<std::vector<uint32_t>>(chunks, std::vector<uint32_t>(per_chunk, 1))),
+        path_(std::move(path)) {
+    if (!path_.empty()) identity_ = Env::current()->file_identity(path_);
+  }
+  std::vector<InputFileVersion> input_files() const override {
+    if (path_.empty()) return {};
+    return {{path_, identity_}};
+  }
+  ChunkPtr load_chunk(uint32_t chunk_id) override {
+    if (chunk_id == bad_chunk) ++errors_;
+    if (on_load) on_load(chunk_id);
+    return MockDeserializer::load_chunk(chunk_id);
+  }
+  void add_skips(SkipReport& report) const override { report.errors += errors_; }
+
+  uint32_t bad_chunk = UINT32_MAX;
+  std::function<void(uint32_t)> on_load;  // runs at the start of each load (on the loading thread)
+
+ private:
+  std::string path_;
+  FileIdentity identity_;
+  uint64_t errors_ = 0;
+};
+
+class ChunkCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("cntkio_chunk_cache_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "data").string();
+    std::ofstream(path_) << "data";
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+// 10 one-sample sequences of one float: 40 bytes a chunk.
+constexpr uint64_t kChunkBytes = 10 * sizeof(float);
+
+TEST_F(ChunkCacheTest, KeepsTheFirstChunksThatFitAndAnswersLaterLoadsWithThem) {
+  auto mock = std::make_shared<FileMock>(4, 10, path_);
+  CachingDeserializer cache(mock, 2 * kChunkBytes + kChunkBytes / 2);
+  std::vector<ChunkPtr> first;
+  for (uint32_t c = 0; c < 4; ++c) first.push_back(cache.load_chunk(c));
+  EXPECT_EQ(cache.data_bytes(*first[0], 0), kChunkBytes);
+  for (uint32_t c = 0; c < 4; ++c) {
+    const ChunkPtr again = cache.load_chunk(c);
+    EXPECT_EQ(again == first[c], c < 2) << "chunk " << c;  // kept chunks come back as they were
+  }
+  EXPECT_EQ(mock->counters().loads, 6u);  // chunks 2 and 3 parsed twice
+  const SourceStats::ChunkCache stats = cache.stats();
+  EXPECT_EQ(stats.budget_bytes, 2 * kChunkBytes + kChunkBytes / 2);
+  EXPECT_EQ(stats.bytes, 2 * kChunkBytes);
+  EXPECT_EQ(stats.chunks, 2u);
+  EXPECT_EQ(stats.hits, 2u);
+  EXPECT_EQ(stats.misses, 6u);
+  EXPECT_EQ(stats.invalidations, 0u);
+}
+
+TEST_F(ChunkCacheTest, KeepsNothingOfADeserializerThatListsNoFiles) {
+  auto mock = std::make_shared<FileMock>(2, 10, "");
+  CachingDeserializer cache(mock, 1 << 20);
+  for (int pass = 0; pass < 3; ++pass) {
+    for (uint32_t c = 0; c < 2; ++c) cache.load_chunk(c);
+  }
+  EXPECT_EQ(mock->counters().loads, 6u);
+  EXPECT_EQ(cache.stats().chunks, 0u);
+}
+
+TEST_F(ChunkCacheTest, DropsEverythingWhenADataFileChanges) {
+  auto mock = std::make_shared<FileMock>(2, 10, path_);
+  CachingDeserializer cache(mock, 1 << 20);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t c = 0; c < 2; ++c) cache.load_chunk(c);
+  }
+  EXPECT_EQ(mock->counters().loads, 2u);
+  std::ofstream(path_) << "other data";  // size and modification time change
+  cache.load_chunk(0);                   // a new pass: the files are checked
+  EXPECT_EQ(mock->counters().loads, 3u);
+  EXPECT_EQ(cache.stats().invalidations, 1u);
+  cache.load_chunk(1);
+  EXPECT_EQ(mock->counters().loads, 4u);
+  // Kept again from the file as it is now: the next passes take them from the cache.
+  for (uint32_t c = 0; c < 2; ++c) cache.load_chunk(c);
+  EXPECT_EQ(mock->counters().loads, 4u);
+  EXPECT_EQ(cache.stats().invalidations, 1u);
+  EXPECT_EQ(cache.stats().chunks, 2u);
+}
+
+TEST_F(ChunkCacheTest, DropsEverythingWhenADataFileIsGone) {
+  auto mock = std::make_shared<FileMock>(1, 10, path_);
+  CachingDeserializer cache(mock, 1 << 20);
+  cache.load_chunk(0);
+  cache.load_chunk(0);
+  std::filesystem::remove(path_);
+  cache.load_chunk(0);  // the deserializer says what a missing file means; the mock has its data still
+  EXPECT_EQ(mock->counters().loads, 2u);
+  EXPECT_EQ(cache.stats().invalidations, 1u);
+}
+
+TEST_F(ChunkCacheTest, DoesNotKeepAChunkWhoseLoadBeganBeforeTheCacheWasDropped) {
+  auto mock = std::make_shared<FileMock>(2, 10, path_);
+  CachingDeserializer cache(mock, 1 << 20);
+  cache.load_chunk(0);
+  cache.load_chunk(0);
+  std::promise<void> loading;
+  std::promise<void> go_on;
+  std::shared_future<void> may_finish = go_on.get_future().share();
+  mock->on_load = [&](uint32_t chunk_id) {
+    if (chunk_id != 1) return;
+    loading.set_value();
+    may_finish.wait();
+  };
+  std::thread loader([&] { cache.load_chunk(1); });  // reads the file as it was
+  loading.get_future().wait();
+  std::ofstream(path_) << "other data";
+  cache.load_chunk(0);  // the check drops the cache while chunk 1 is being loaded
+  go_on.set_value();
+  loader.join();
+  mock->on_load = nullptr;
+  EXPECT_EQ(cache.stats().invalidations, 1u);
+  const size_t loads = mock->counters().loads;
+  cache.load_chunk(1);  // parsed again: the one loaded across the drop was not kept
+  EXPECT_EQ(mock->counters().loads, loads + 1);
+}
+
+TEST_F(ChunkCacheTest, DoesNotKeepAChunkWhoseLoadCountedAToleratedError) {
+  auto mock = std::make_shared<FileMock>(2, 10, path_);
+  mock->bad_chunk = 1;
+  CachingDeserializer cache(mock, 1 << 20);
+  for (int pass = 0; pass < 3; ++pass) {
+    for (uint32_t c = 0; c < 2; ++c) cache.load_chunk(c);
+  }
+  EXPECT_EQ(mock->counters().loads, 4u);  // chunk 0 once, chunk 1 on every pass
+  SkipReport report;
+  cache.add_skips(report);
+  EXPECT_EQ(report.errors, 3u);
+  EXPECT_EQ(cache.stats().chunks, 1u);
+}
+
+}  // namespace
+}  // namespace cntkio::pipeline
