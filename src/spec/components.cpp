@@ -148,6 +148,8 @@ void load(Component& c) {
       tried += (tried.empty() ? "" : "; ") + path + " (not there)";
       continue;
     }
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) != nullptr) path = resolved;  // bin/../lib: lib
     handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle != nullptr) break;
     const char* error = ::dlerror();
