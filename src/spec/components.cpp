@@ -141,6 +141,7 @@ void load(Component& c) {
   std::string tried =
       component_path == nullptr || *component_path == '\0' ? "CNTKIO_COMPONENT_PATH (not set)" : "";
   void* handle = nullptr;
+  bool unexported = false;  // a component was found, but the host does not export cntkio's symbols
   std::string path;
   for (const std::string& folder : folders(host)) {
     path = folder + "/" + c.file;
@@ -154,9 +155,21 @@ void load(Component& c) {
     if (handle != nullptr) break;
     const char* error = ::dlerror();
     tried += (tried.empty() ? "" : "; ") + path + " (" + (error != nullptr ? error : "dlopen failed") + ")";
+    if (error != nullptr &&
+        std::string_view(error).find("undefined symbol: _ZN6cntkio") != std::string_view::npos) {
+      unexported = true;
+    }
   }
   const std::string what = std::string("the ") + c.name + " component, which provides " + c.provides + ",";
   if (handle == nullptr) {
+    if (unexported) {
+      throw IoError("Cannot load " + what + " for " + host + ": looked for, in order: " + tried + ". " +
+                        host +
+                        " holds cntkio but does not export its symbols, which the component uses: link "
+                        "libcntkio.so instead, or the static library whole and exported (-Wl,--whole-archive "
+                        "-lcntkio -Wl,--no-whole-archive -rdynamic); file",
+                    c.file, 0);
+    }
     throw IoError("Cannot load " + what + " for " + host + ": looked for, in order: " + tried +
                       ". Install it beside cntkio or name its folder in CNTKIO_COMPONENT_PATH; file",
                   c.file, ENOENT);

@@ -1,7 +1,8 @@
 # Part of install_test.cmake (same variables, its run() and `prefix`): the installed image component
 # (<libdir>/cntkio/cntkio_image.so, and beside the Python module) is what the installed CLI, a program linking
-# the installed shared library, and the installed Python module load when they read an image; nothing from
-# the build tree. The map file holds one 1x1 PNG whose pixel is R 16, G 32, B 48 (CHW: 48 32 16).
+# the installed shared library, one linking the static library whole and exported, and the installed Python
+# module load when they read an image; nothing from the build tree. A program linking the static library as
+# usual cannot load it, and says why. The map file holds one 1x1 PNG whose pixel is R 16, G 32, B 48 (CHW: 48 32 16).
 file(GLOB component ${prefix}/lib*/cntkio/cntkio_image.so ${prefix}/lib*/*/cntkio/cntkio_image.so)
 if(NOT component)
   message(FATAL_ERROR "cmake --install did not install the image component in <libdir>/cntkio")
@@ -39,6 +40,18 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/image_check -B ${image_check
 run(${CMAKE_COMMAND} --build ${image_check_build})
 expect_image_read("a program linking the installed libcntkio.so" "48\n32\n16\n" ${component}
                   ${image_check_build}/read_base64_image b64.txt)
+get_filename_component(component_dir ${component} DIRECTORY)
+expect_image_read("a program linking the static library whole and exported" "48\n32\n16\n" ${component}
+                  ${CMAKE_COMMAND} -E env CNTKIO_COMPONENT_PATH=${component_dir}
+                  ${image_check_build}/read_base64_image_static_exported b64.txt)
+execute_process(COMMAND ${CMAKE_COMMAND} -E env CNTKIO_COMPONENT_PATH=${component_dir}
+                        ${image_check_build}/read_base64_image_static b64.txt
+                WORKING_DIRECTORY ${image_dir} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${err}" "does not export its symbols" at)
+if(rc EQUAL 0 OR at EQUAL -1)
+  message(FATAL_ERROR "a program linking the static library as usual read an image, or failed without "
+                      "saying why (${rc}):\n${out}\n${err}")
+endif()
 
 if(PYTHON)
   file(GLOB python_component ${prefix}/lib/python*/dist-packages/cntkio/cntkio_image.so)
