@@ -49,15 +49,15 @@ function(cntkio_components)
   set(${arg_PREFIX}_OBJECTS ${objects} PARENT_SCOPE)
 endfunction()
 
-# The formats built into the library: every folder of src/formats with a register.cpp; the image format
-# only with CNTKIO_WITH_IMAGES.
+# The formats built into the library: every folder of src/formats with a register.cpp but the image format,
+# which is a component loaded on first use (cmake/image_component.cmake).
 function(cntkio_builtin_formats root out)
   file(GLOB registrations CONFIGURE_DEPENDS ${root}/src/formats/*/register.cpp)
   set(formats "")
   foreach(registration IN LISTS registrations)
     get_filename_component(folder ${registration} DIRECTORY)
     get_filename_component(format ${folder} NAME)
-    if(format STREQUAL "image" AND NOT CNTKIO_WITH_IMAGES)
+    if(format STREQUAL "image")
       continue()
     endif()
     list(APPEND formats ${format})

@@ -1,5 +1,5 @@
 # Install-time part of the Python package's installation (python/CMakeLists.txt sets CNTKIO_PY_MODULE,
-# CNTKIO_PY_FILES, CNTKIO_PY_DIR and CNTKIO_PY_VERSION before this runs).
+# CNTKIO_PY_FILES, CNTKIO_PY_COMPONENTS, CNTKIO_PY_DIR and CNTKIO_PY_VERSION before this runs).
 #
 # Where the package goes, when CNTKIO_INSTALL_PYTHONDIR (CNTKIO_PY_DIR) is empty:
 #   prefix /usr (the Debian package; cpack installs with that prefix): /usr/lib/python3/dist-packages,
@@ -19,3 +19,6 @@ if(NOT IS_ABSOLUTE "${dir}")
 endif()
 file(INSTALL DESTINATION "${dir}/cntkio" TYPE MODULE FILES "${CNTKIO_PY_MODULE}")
 file(INSTALL DESTINATION "${dir}/cntkio" TYPE FILE FILES ${CNTKIO_PY_FILES})
+if(CNTKIO_PY_COMPONENTS)  # the image component, beside the module that loads it on first use
+  file(INSTALL DESTINATION "${dir}/cntkio" TYPE MODULE FILES ${CNTKIO_PY_COMPONENTS})
+endif()

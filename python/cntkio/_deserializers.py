@@ -11,7 +11,6 @@ import functools
 import math
 import numbers
 import os
-import uuid
 import warnings
 
 import numpy as np
@@ -406,6 +405,8 @@ def HTKMLFDeserializer(label_mapping_file, streams, phoneBoundaries=False):  # n
 
 
 def _image_deserializer(type_name, filename, streams, max_image_pixels=None, max_image_bytes=None):
+    import uuid  # here, not at the top: it costs `import cntkio` several milliseconds (platform, ...)
+
     image_stream = None
     label_stream = "_ignore_labels_" + uuid.uuid1().hex  # cntk.io's hidden label stream when none is given
     label_dim = 2

@@ -10,6 +10,7 @@
 
 #include "core/text.hpp"
 #include "spec/builtin_formats.hpp"
+#include "spec/components.hpp"
 
 namespace cntkio {
 namespace {
@@ -58,6 +59,7 @@ void register_deserializer(DeserializerType type) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   std::string name = type.name;
+  if (spec_detail::registering_component() && r.deserializers.count(name) != 0) return;  // a plugin's stays
   r.deserializers[name] = std::make_shared<const DeserializerType>(std::move(type));
 }
 
@@ -68,6 +70,7 @@ void register_transform(TransformType type) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   std::string name = type.name;
+  if (spec_detail::registering_component() && r.transforms.count(name) != 0) return;  // a plugin's stays
   r.transforms[name] = std::make_shared<const TransformType>(std::move(type));
 }
 
@@ -78,12 +81,17 @@ void register_reader_type(ReaderType type) {
   }
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.readers.insert(r.readers.begin(), std::make_shared<const ReaderType>(std::move(type)));  // newest first
+  // Newest first; a component's, loaded late, counts as registered before everything else (as built in).
+  auto position = spec_detail::registering_component() ? r.readers.end() : r.readers.begin();
+  r.readers.insert(position, std::make_shared<const ReaderType>(std::move(type)));
 }
 
 namespace spec_detail {
 
-std::string left_out_format_note(std::string_view name) {
+std::string left_out_format_note([[maybe_unused]] std::string_view name) {
+#ifdef CNTKIO_IMAGE_COMPONENT
+  return "";  // the image component is built: its names are found (a failed load throws)
+#else
   // The names the image format registers (src/formats/image/register.cpp); it is the one format a build
   // may leave out, so a miss on one of these names means the build, not the configuration, lacks it.
   static constexpr std::string_view kImageNames[] = {"ImageDeserializer",
@@ -103,28 +111,22 @@ std::string left_out_format_note(std::string_view name) {
     }
   }
   return "";
+#endif
 }
 
 }  // namespace spec_detail
 
-std::shared_ptr<const DeserializerType> find_deserializer_type(std::string_view name) {
-  ensure_builtins();
+namespace {
+
+template <class Map>
+typename Map::mapped_type find_in(Map& map, std::string_view name) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.deserializers.find(name);
-  return it == r.deserializers.end() ? nullptr : it->second;
+  auto it = map.find(name);
+  return it == map.end() ? nullptr : it->second;
 }
 
-std::shared_ptr<const TransformType> find_transform_type(std::string_view name) {
-  ensure_builtins();
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.transforms.find(name);
-  return it == r.transforms.end() ? nullptr : it->second;
-}
-
-std::shared_ptr<const ReaderType> find_reader_type(std::string_view name) {
-  ensure_builtins();
+std::shared_ptr<const ReaderType> find_reader_in_registry(std::string_view name) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   for (const auto& type : r.readers) {
@@ -135,28 +137,68 @@ std::shared_ptr<const ReaderType> find_reader_type(std::string_view name) {
   return nullptr;
 }
 
+// A name not registered may be provided by a component not loaded yet (the image format): loaded now.
+std::vector<std::string> with_unloaded(std::vector<std::string> names, spec_detail::NameKind kind) {
+  for (std::string& name : spec_detail::unloaded_component_names(kind)) names.push_back(std::move(name));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+}  // namespace
+
+std::shared_ptr<const DeserializerType> find_deserializer_type(std::string_view name) {
+  ensure_builtins();
+  if (auto type = find_in(registry().deserializers, name)) return type;
+  if (!spec_detail::load_component_providing(spec_detail::NameKind::kDeserializer, name)) return nullptr;
+  return find_in(registry().deserializers, name);
+}
+
+std::shared_ptr<const TransformType> find_transform_type(std::string_view name) {
+  ensure_builtins();
+  if (auto type = find_in(registry().transforms, name)) return type;
+  if (!spec_detail::load_component_providing(spec_detail::NameKind::kTransform, name)) return nullptr;
+  return find_in(registry().transforms, name);
+}
+
+std::shared_ptr<const ReaderType> find_reader_type(std::string_view name) {
+  ensure_builtins();
+  if (auto type = find_reader_in_registry(name)) return type;
+  if (!spec_detail::load_component_providing(spec_detail::NameKind::kReader, name)) return nullptr;
+  return find_reader_in_registry(name);
+}
+
 std::vector<std::string> registered_deserializer_types() {
   ensure_builtins();
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  return names_of(r.deserializers);
+  std::vector<std::string> names;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    names = names_of(r.deserializers);
+  }
+  return with_unloaded(std::move(names), spec_detail::NameKind::kDeserializer);  // not under r.mutex
 }
 
 std::vector<std::string> registered_transform_types() {
   ensure_builtins();
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  return names_of(r.transforms);
+  std::vector<std::string> names;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    names = names_of(r.transforms);
+  }
+  return with_unloaded(std::move(names), spec_detail::NameKind::kTransform);  // not under r.mutex
 }
 
 std::vector<std::string> registered_reader_types() {
   ensure_builtins();
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<std::string> out;
-  for (const auto& type : r.readers) out.insert(out.end(), type->names.begin(), type->names.end());
-  std::sort(out.begin(), out.end());
-  return out;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    for (const auto& type : r.readers) out.insert(out.end(), type->names.begin(), type->names.end());
+  }
+  return with_unloaded(std::move(out), spec_detail::NameKind::kReader);
 }
 
 }  // namespace cntkio

@@ -116,3 +116,8 @@ if(PYTHON)
     message(FATAL_ERROR "the installed Python module printed '${out}', expected version ${VERSION} from ${init}")
   endif()
 endif()
+
+# The image component, when this build has the image format.
+if(EXISTS ${BUILD_DIR}/cntkio_image.so)
+  include(${CMAKE_CURRENT_LIST_DIR}/image_component_test.cmake)
+endif()

@@ -95,3 +95,11 @@ void register_image_format() {
 }
 
 }  // namespace cntkio::spec_detail
+
+// The entry points of the image component, cntkio_image.so (src/spec/components.cpp loads it on first use).
+extern "C" __attribute__((visibility("default"))) const char* cntkio_component_version_image() {
+  return CNTKIO_VERSION;
+}
+extern "C" __attribute__((visibility("default"))) void cntkio_component_register_image() {
+  cntkio::spec_detail::register_image_format();
+}
