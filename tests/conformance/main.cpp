@@ -2,6 +2,7 @@
 // Prints one line per case and "N passed, M failed". With --expected, exits non-zero if any case named in
 // FILE (one name per line, '#' comments) does not pass. --set adds a config override to every case, after its
 // own.
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -9,6 +10,9 @@
 #include "runner.hpp"
 
 int main(int argc, char** argv) {
+  // The image cases load the image component, which the build leaves in the build folder's top (run by
+  // hand, the runner finds it there too; a CNTKIO_COMPONENT_PATH already set wins).
+  ::setenv("CNTKIO_COMPONENT_PATH", CNTKIO_COMPONENT_DIR, 0);
   std::string dir = CNTKIO_CONFORMANCE_DIR;
   std::string filter;
   std::string expected_file;
