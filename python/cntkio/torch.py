@@ -51,6 +51,7 @@ import fcntl
 import json
 import mmap
 import os
+import re
 import threading
 import weakref
 
@@ -109,10 +110,13 @@ class MinibatchDataset(IterableDataset):
     """
 
     def __init__(self, source, minibatch_size, epoch_size=None, sparse="indices", rank=None, world_size=None,
-                 share_index=True, as_indices=None):
+                 share_index=True, as_indices=None, worker_split="auto"):
         super().__init__()
         if sparse not in ("indices", "dense", "csr"):
             raise ValueError("sparse must be 'indices', 'dense' or 'csr', not %r" % (sparse,))
+        if worker_split not in ("auto", "chunks", "minibatches"):
+            raise ValueError("worker_split must be 'auto', 'chunks' or 'minibatches', not %r" % (worker_split,))
+        self.worker_split = worker_split
         self._source = _source_maker(source)
         self.as_indices = _check_as_indices(as_indices, sparse)
         self.minibatch_size = _source._count(minibatch_size, "minibatch_size", allow_zero=False)
@@ -191,14 +195,27 @@ class MinibatchDataset(IterableDataset):
 
     # -- iteration
 
-    def _partition(self):
+    def _places(self):
+        """(rank, world size, DataLoader worker id, number of workers) of this process."""
         if self._rank is None:
             rank, world = _distributed()
         else:
             rank, world = self._rank, self._world_size
         info = get_worker_info()
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
+        return rank, world, worker, workers
+
+    def _partition(self):
+        rank, world, worker, workers = self._places()
         return rank * workers + worker, world * workers
+
+    def _splits_minibatches(self, source, workers):
+        """Whether this rank's `workers` DataLoader workers all read the rank's stream and take every
+        workers-th group of minibatches (worker_split "minibatches"; "auto": when the data has fewer chunks
+        than workers, as randomized partitions own whole chunks and some workers would get no data)."""
+        if workers < 2 or not isinstance(source, _source.MinibatchSource) or self.worker_split == "chunks":
+            return False
+        return self.worker_split == "minibatches" or _chunk_count(source._reader) < workers
 
     def _make_source(self):
         if self._kept is not None and self._kept[0] == os.getpid():
@@ -241,14 +258,40 @@ class MinibatchDataset(IterableDataset):
         return _source.merge_checkpoint_states(states)
 
     def __iter__(self):
-        partition, partitions = self._partition()
-        if self.sparse == "csr" and get_worker_info() is not None:
+        for items, states in self._groups(0):
+            if states is None:
+                yield from items
+                continue
+            for item, (partition, state) in zip(items, states):
+                self._seen[partition] = state  # read in this process: the state of the item handed out
+                yield item
+
+    def _groups(self, group):
+        """This process's minibatches as lists of items with, where the dataset itself records the reader
+        state (no emit_state, no worker), the list of their (partition, state), else None. `group` > 0: in a
+        worker of MinibatchLoader, lists of `group` minibatches at most (GROUP_BYTES, unless the workers split
+        the minibatches, whose groups are exactly `group` long so that every worker knows where the others'
+        groups lie); 0: any length."""
+        rank, world, worker, workers = self._places()
+        partition, partitions = rank * workers + worker, world * workers
+        in_worker = get_worker_info() is not None
+        if self.sparse == "csr" and in_worker:
             raise ValueError("sparse='csr' works only with num_workers=0 (PyTorch cannot pass CSR tensors "
                              "between processes); use sparse='indices' or 'dense'")
         source = self._make_source()
         if not isinstance(source, _source.MinibatchSource):
-            yield from self._user_source_items(source, partition, partitions)
+            for item in self._user_source_items(source, partition, partitions):
+                yield [item], None
             return
+        # Split by minibatches, every worker of the rank reads the rank's whole stream (as one process would),
+        # writes the groups g with g % workers == worker and skips the others: the DataLoader takes items from
+        # its workers in turn, so the training loop gets the minibatches in the order of one process.
+        split = in_worker and self._splits_minibatches(source, workers)
+        if split:
+            partition, partitions = rank, world
+            count = group or 1
+        else:
+            count = group or (1 if in_worker else _READ_AHEAD)  # a plain DataLoader's worker: one segment a time
         reader = source._reader
         epoch = self.epoch
         if self.epoch_size is None:
@@ -267,35 +310,55 @@ class MinibatchDataset(IterableDataset):
             reader.restore(json.dumps(start))
         self._seen_partitions = partitions
         global_size = self.minibatch_size * partitions
-        in_worker = get_worker_info() is not None
         direct = source._packing != "truncated" and self.sparse != "csr"
         # torch_item then copies each sequence from the loaded chunks straight into the item, instead of the
         # packer laying it out in CNTK's layout first (one pass over the values instead of two).
         if direct:
             reader.defer_values(_DEFER_VALUES)
         pool = _worker_pool() if in_worker else None
+        allocate = pool.allocate if pool is not None else _allocate
+        record = not in_worker and not self.emit_state  # the dataset records the states itself
+        with_state = self.emit_state or record
+        index = 0  # of the group in the rank's stream (split by minibatches)
         while True:
             source._report_skips_if_due()
-            batch = reader.next_v2(global_size, partitions, partition)
-            if batch is None:
+            if split and index % workers != worker:
+                wanted = count * (workers - 1)  # the other workers' groups up to this worker's next one
+                read, source._skips_due = reader.skip_v2(wanted, global_size, partitions, partition)
+                if read < wanted:
+                    break
+                index += workers - 1
+                continue
+            index += 1
+            if direct:
+                read = reader.next_torch_items(count, global_size, partitions, partition, self.sparse == "dense",
+                                               _ALIGN, _ALIGN, allocate, self.as_indices, with_state)
+                items = [self._item(buffer, entries, source, pool) for buffer, entries, _, _ in read]
+                states = [state for _, _, state, _ in read]
+                source._skips_due = any(end for _, _, _, end in read)
+            else:
+                items, states = [], []
+                while len(items) < count:
+                    if items:
+                        source._report_skips_if_due()
+                    batch = reader.next_v2(global_size, partitions, partition)
+                    if batch is None:
+                        break
+                    source._skips_due = batch.end_of_sweep
+                    items.append(self._packed_item(batch, source, in_worker))
+                    batch = None  # frees the packed minibatch now (the item holds a copy)
+                    states.append(reader.state() if with_state else None)
+            if self.emit_state:
+                for item, state in zip(items, states):
+                    item[_STATE_KEY] = (partition, partitions, epoch, state)
+            if items:
+                if group and not split:
+                    yield from _by_bytes(items, group)
+                else:
+                    yield items, [(partition, state) for state in states] if record else None
+            if len(items) < count:
                 source._report_skips()
                 break
-            source._skips_due = batch.end_of_sweep
-            if direct:
-                item = self._item(batch, source, pool)
-            else:
-                item = self._tensors(source._wrap(batch), _WorkerItem() if in_worker else {})
-                if self.as_indices:
-                    arrays = {key: tensor.numpy() for key, tensor in item.items()}
-                    _class_indices(arrays, None, self.as_indices, batch)
-                    item.clear()
-                    item.update((key, torch.from_numpy(array)) for key, array in arrays.items())
-            batch = None  # frees the packed minibatch now (the item holds a copy) unless tensors view it
-            if self.emit_state:
-                item[_STATE_KEY] = (partition, partitions, epoch, reader.state())
-            elif not in_worker:
-                self._seen[partition] = reader.state()
-            yield item
         self._kept = (os.getpid(), source)  # the next iteration here reads on with this source
         if not in_worker or self.emit_state:
             # Next iteration in this process (or this persistent worker) reads the next epoch.
@@ -303,11 +366,19 @@ class MinibatchDataset(IterableDataset):
         self.epoch = epoch + 1
         self._seen = {}
 
-    def _item(self, batch, source, pool):
-        """The item of a minibatch (a cntkio._core.Batch), written by the C++ module into one buffer: a NumPy
-        array here, a shared-memory segment of `pool` in a DataLoader worker."""
-        buffer, entries = batch.torch_item(self.sparse == "dense", _ALIGN, _ALIGN,
-                                           pool.allocate if pool is not None else _allocate, self.as_indices)
+    def _packed_item(self, batch, source, in_worker):
+        """The item of a minibatch packed in CNTK's layout (truncated BPTT, sparse="csr")."""
+        item = self._tensors(source._wrap(batch), _WorkerItem() if in_worker else {})
+        if self.as_indices:
+            arrays = {key: tensor.numpy() for key, tensor in item.items()}
+            _class_indices(arrays, None, self.as_indices, batch)
+            item.clear()
+            item.update((key, torch.from_numpy(array)) for key, array in arrays.items())
+        return item
+
+    def _item(self, buffer, entries, source, pool):
+        """The item of a minibatch written by the C++ module into `buffer` (torch_item: a NumPy array here, a
+        shared-memory segment of `pool` in a DataLoader worker) as `entries` say."""
         if pool is not None:
             view = np.asarray(pool.lease(buffer))  # slices keep the lease (and the worker's use) alive
             out = _WorkerItem()
@@ -318,12 +389,11 @@ class MinibatchDataset(IterableDataset):
             entries = [(key, dtype, shape[:-1] + tuple(shapes[key]), offset, nbytes)  # multi-dimensional samples
                        if key in shapes and key in source.streams and not source.streams[key].is_sparse
                        else (key, dtype, shape, offset, nbytes) for key, dtype, shape, offset, nbytes in entries]
-        arrays = {key: view[offset:offset + nbytes].view(dtype).reshape(shape)
-                  for key, dtype, shape, offset, nbytes in entries}  # class indices written by torch_item
-        for key, array in arrays.items():
-            out[key] = torch.from_numpy(array)
+        from_numpy, dtypes = torch.from_numpy, _DTYPES  # an array made on the buffer is the cheapest view
+        for key, dtype, shape, offset, _ in entries:
+            out[key] = from_numpy(np.ndarray(shape, dtypes[dtype], view, offset))
         if pool is not None:
-            pool.prepare(out, entries)
+            pool.prepare(out, entries, buffer)
         return out
 
     def _tensors(self, mb, out):
@@ -499,6 +569,7 @@ _DEFER_VALUES = True  # tests switch it off to compare with items made from pack
 _ALIGN = 64  # bytes; the header and every tensor of an item start at a multiple of this in a buffer
 _MAX_SEGMENTS = 8  # free or in-use segments a worker keeps; more only while the training loop holds items
 _GROUP_ITEMS = 16  # minibatches a worker sends in one item at most (MinibatchLoader)
+_READ_AHEAD = 8  # minibatches read and written per call of the C++ module in the training process
 GROUP_BYTES = 1 << 20  # MinibatchLoader's workers send minibatches together until they hold this many bytes
 _ARENA_SLOTS = 16  # workers (of all DataLoaders at once) that write into the arena
 _ARENA_SLOT_BYTES = 64 << 20  # address space per slot; pages are used only as items fill them
@@ -506,6 +577,7 @@ _ARENA_HEADER = 4096  # a slot's segment table: int64 count, then (offset, size)
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64, torch.int64: np.int64,
                  torch.int32: np.int32, torch.uint8: np.uint8, torch.bool: np.bool_}
 _NUMPY_NAMES = {t: np.dtype(n).name for t, n in _NUMPY_DTYPES.items()}  # what item entries carry
+_DTYPES = {np.dtype(n).name: np.dtype(n) for n in _NUMPY_DTYPES.values()}  # entry dtype name -> NumPy dtype
 
 
 def _round_up(n, to):
@@ -694,12 +766,12 @@ class _SegmentPool:
         """torch_item's allocate: the byte array of a free segment (see lease())."""
         return self.take(nbytes).array
 
-    def prepare(self, item, entries):
-        """Remembers how an item written by torch_item into the segment last taken pickles (its entries), so
+    def prepare(self, item, entries, array):
+        """Remembers how an item written by torch_item into the segment of `array` pickles (its entries), so
         that pickling it needs no look at its tensors beyond checking they are the ones written."""
         tensors = list(item.values())
         if tensors:
-            self.prepared[id(tensors[0])] = ([weakref.ref(t) for t in tensors], entries, self.last_taken)
+            self.prepared[id(tensors[0])] = ([weakref.ref(t) for t in tensors], entries, self._segment_of(array))
             while len(self.prepared) > self.max_segments:  # items never pickled (a wrapper dropped them)
                 del self.prepared[next(iter(self.prepared))]
 
@@ -724,12 +796,16 @@ class _SegmentPool:
             out.append((key, None, value, 0, 0))
         return segment, out
 
+    def _segment_of(self, array):
+        segment = self.last_taken
+        if segment is None or segment.array is not array:  # several items were written in one call
+            segment = next(s for s in self.segments if s.array is array)
+        return segment
+
     def lease(self, array):
         """Base object for the tensors viewing `array` (a segment's): when they are all gone, this process no
         longer uses the segment."""
-        segment = self.last_taken
-        if segment is None or segment.array is not array:
-            segment = next(s for s in self.segments if s.array is array)
+        segment = self._segment_of(array)
         lease = _Lease(array)
         weakref.finalize(lease, _end_local_use, segment)
         return lease
@@ -973,6 +1049,38 @@ def _as_is(item):
     return item
 
 
+def _by_bytes(items, limit):
+    """`items` cut into lists of up to GROUP_BYTES of tensors (the last item of each list crosses it) and `limit`
+    items, as _groups yields them."""
+    group, size = [], 0
+    for item in items:
+        group.append(item)
+        size += sum(t.numel() * t.element_size() for t in item.values() if isinstance(t, torch.Tensor))
+        if size >= GROUP_BYTES or len(group) >= limit:
+            yield group, None
+            group, size = [], 0
+    if group:
+        yield group, None
+
+
+def _chunk_count(reader):
+    """Chunks of the reader's first deserializer (its describe() lines: "N chunk(s)" per file; for a composite
+    reader the first deserializer's chunks are the ones randomized partitions own); a large number when it
+    does not say."""
+    lines = reader.describe()
+    count, seen = 0, 0
+    for line in lines:
+        if line.startswith("deserializer "):
+            seen += 1
+            if seen > 1:
+                break
+            continue
+        match = re.search(r"(\d+) chunk\(s\)", line)
+        if match:
+            count += int(match.group(1))
+    return count if count else 1 << 62
+
+
 class _GroupedDataset(IterableDataset):
     """What MinibatchLoader hands its DataLoader: the dataset's items, in a worker process sent several at a time
     (a _WorkerGroup of up to GROUP_BYTES or _GROUP_ITEMS); other attributes are the dataset's."""
@@ -988,20 +1096,14 @@ class _GroupedDataset(IterableDataset):
         return getattr(self.dataset, name)
 
     def __iter__(self):
-        items = iter(self.dataset)
-        if get_worker_info() is None or not self.group:
-            yield from items
+        if not self.group:
+            yield from self.dataset
             return
-        _worker_pool().max_segments = _MAX_SEGMENTS * _GROUP_ITEMS
-        group, size = _WorkerGroup(), 0
-        for item in items:
-            group.append(item)
-            size += sum(t.numel() * t.element_size() for t in item.values() if isinstance(t, torch.Tensor))
-            if size >= GROUP_BYTES or len(group) >= _GROUP_ITEMS:
-                yield group
-                group, size = _WorkerGroup(), 0
-        if group:
-            yield group
+        in_worker = get_worker_info() is not None
+        if in_worker:
+            _worker_pool().max_segments = _MAX_SEGMENTS * _GROUP_ITEMS
+        for items, _ in self.dataset._groups(_GROUP_ITEMS if in_worker else 0):
+            yield _WorkerGroup(items) if in_worker else _Minibatches(items)
 
 
 class MinibatchLoader(DataLoader):
