@@ -322,12 +322,13 @@ class MinibatchDataset(IterableDataset):
         index = 0  # of the group in the rank's stream (split by minibatches)
         while True:
             source._report_skips_if_due()
-            if split and index % workers != worker:
-                wanted = count * (workers - 1)  # the other workers' groups up to this worker's next one
+            others = (worker - index) % workers if split else 0  # groups of other workers before this one's next
+            if others:
+                wanted = count * others
                 read, source._skips_due = reader.skip_v2(wanted, global_size, partitions, partition)
                 if read < wanted:
                     break
-                index += workers - 1
+                index += others
                 continue
             index += 1
             if direct:
