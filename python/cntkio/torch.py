@@ -287,11 +287,14 @@ class MinibatchDataset(IterableDataset):
         # writes the groups g with g % workers == worker and skips the others: the DataLoader takes items from
         # its workers in turn, so the training loop gets the minibatches in the order of one process.
         split = in_worker and self._splits_minibatches(source, workers)
+        # A worker's group is written into one segment and handed over at once: about GROUP_BYTES, from the
+        # streams' shapes (split: every worker must know where the others' groups lie) or from the last group.
         if split:
             partition, partitions = rank, world
-            count = group or 1
+            count = _split_group(source, self.minibatch_size, self.sparse, self.as_indices, group) if group else 1
         else:
-            count = group or (1 if in_worker else _READ_AHEAD)  # a plain DataLoader's worker: one segment a time
+            count = 1 if in_worker else _READ_AHEAD  # a plain DataLoader's worker: one minibatch per segment
+        adapt = group and not split
         reader = source._reader
         epoch = self.epoch
         if self.epoch_size is None:
@@ -331,15 +334,20 @@ class MinibatchDataset(IterableDataset):
                 index += others
                 continue
             index += 1
-            if direct:
-                read = reader.next_torch_items(count, global_size, partitions, partition, self.sparse == "dense",
-                                               _ALIGN, _ALIGN, allocate, self.as_indices, with_state)
-                items = [self._item(buffer, entries, source, pool) for buffer, entries, _, _ in read]
-                states = [state for _, _, state, _ in read]
-                source._skips_due = any(end for _, _, _, end in read)
+            if direct:  # the minibatches written into one buffer (one segment of a worker: one hand-over)
+                buffer, read = reader.next_torch_items(count, global_size, partitions, partition,
+                                                       self.sparse == "dense", _ALIGN, _ALIGN, allocate,
+                                                       self.as_indices, with_state)
+                items = self._items(buffer, [entries for entries, _, _ in read], source, pool)
+                states = [state for _, state, _ in read]
+                source._skips_due = any(end for _, _, end in read)
+                wanted = count
+                if adapt and read:
+                    written = max(offset + nbytes for _, _, _, offset, nbytes in read[-1][0])
+                    count = max(1, min(group, GROUP_BYTES * len(read) // max(written, 1)))
             else:
                 items, states = [], []
-                while len(items) < count:
+                while len(items) < (group or count):
                     if items:
                         source._report_skips_if_due()
                     batch = reader.next_v2(global_size, partitions, partition)
@@ -352,12 +360,14 @@ class MinibatchDataset(IterableDataset):
             if self.emit_state:
                 for item, state in zip(items, states):
                     item[_STATE_KEY] = (partition, partitions, epoch, state)
+            else:
+                wanted = count
             if items:
-                if group and not split:
+                if adapt and not direct:
                     yield from _by_bytes(items, group)
                 else:
                     yield items, [(partition, state) for state in states] if record else None
-            if len(items) < count:
+            if len(items) < wanted:
                 source._report_skips()
                 break
         self._kept = (os.getpid(), source)  # the next iteration here reads on with this source
@@ -378,24 +388,32 @@ class MinibatchDataset(IterableDataset):
         return item
 
     def _item(self, buffer, entries, source, pool):
-        """The item of a minibatch written by the C++ module into `buffer` (torch_item: a NumPy array here, a
-        shared-memory segment of `pool` in a DataLoader worker) as `entries` say."""
-        if pool is not None:
-            view = np.asarray(pool.lease(buffer))  # slices keep the lease (and the worker's use) alive
-            out = _WorkerItem()
-        else:
-            view, out = buffer, {}
+        """The item of a minibatch written by the C++ module into `buffer` (torch_item) as `entries` say."""
+        return self._items(buffer, [entries], source, pool)[0]
+
+    def _items(self, buffer, entries_of_items, source, pool):
+        """The items written by the C++ module into `buffer` (a NumPy array here, a shared-memory segment of
+        `pool` in a DataLoader worker), one per list of entries."""
+        if buffer is None:
+            return []
+        view = np.asarray(pool.lease(buffer)) if pool is not None else buffer  # views keep the lease alive
         shapes = source._shapes
         if shapes:
-            entries = [(key, dtype, shape[:-1] + tuple(shapes[key]), offset, nbytes)  # multi-dimensional samples
-                       if key in shapes and key in source.streams and not source.streams[key].is_sparse
-                       else (key, dtype, shape, offset, nbytes) for key, dtype, shape, offset, nbytes in entries]
+            entries_of_items = [
+                [(key, dtype, shape[:-1] + tuple(shapes[key]), offset, nbytes)  # multi-dimensional samples
+                 if key in shapes and key in source.streams and not source.streams[key].is_sparse
+                 else (key, dtype, shape, offset, nbytes) for key, dtype, shape, offset, nbytes in entries]
+                for entries in entries_of_items]
         from_numpy, dtypes = torch.from_numpy, _DTYPES  # an array made on the buffer is the cheapest view
-        for key, dtype, shape, offset, _ in entries:
-            out[key] = from_numpy(np.ndarray(shape, dtypes[dtype], view, offset))
+        items = []
+        for entries in entries_of_items:
+            out = _WorkerItem() if pool is not None else {}
+            for key, dtype, shape, offset, _ in entries:
+                out[key] = from_numpy(np.ndarray(shape, dtypes[dtype], view, offset))
+            items.append(out)
         if pool is not None:
-            pool.prepare(out, entries, buffer)
-        return out
+            pool.prepare(items, entries_of_items, buffer)
+        return items
 
     def _tensors(self, mb, out):
         """The item of a minibatch (MinibatchData of every stream) for truncated BPTT, sparse="csr" and user
@@ -650,7 +668,7 @@ class _Segment:
     own. Free for the next item when the training process has released it (byte 0 is 0) and this process no
     longer uses the tensors written into it."""
 
-    __slots__ = ("id", "tensor", "array", "address", "offset", "local_use", "handed", "sent")
+    __slots__ = ("id", "tensor", "array", "address", "offset", "local_use", "handed", "sent", "several")
 
     def __init__(self, segment_id, size, offset=None):
         self.id = segment_id
@@ -665,6 +683,7 @@ class _Segment:
         self.local_use = False  # tensors of this process view it
         self.handed = False  # pickled for the training process since it was last taken
         self.sent = offset is not None  # the training process has the segment (its own, by file descriptor)
+        self.several = False  # holds several items (prepare())
 
     def free(self):
         return not self.local_use and self.array[0] == 0
@@ -755,6 +774,7 @@ class _SegmentPool:
             segment.array[0] = 1
             segment.local_use = True
             segment.handed = False
+            segment.several = False
             self.last_taken = segment
             return segment
 
@@ -767,35 +787,43 @@ class _SegmentPool:
         """torch_item's allocate: the byte array of a free segment (see lease())."""
         return self.take(nbytes).array
 
-    def prepare(self, item, entries, array):
-        """Remembers how an item written by torch_item into the segment of `array` pickles (its entries), so
-        that pickling it needs no look at its tensors beyond checking they are the ones written."""
-        tensors = list(item.values())
-        if tensors:
-            self.prepared[id(tensors[0])] = ([weakref.ref(t) for t in tensors], entries, self._segment_of(array))
+    def prepare(self, items, entries_of_items, array):
+        """Remembers how items written by torch_items into the segment of `array` pickle (their entries), so
+        that pickling them needs no look at their tensors beyond checking they are the ones written. Items that
+        share a segment are sent together (a _WorkerGroup) or copied."""
+        segment = self._segment_of(array)
+        segment.several = len(items) > 1
+        if items and items[0]:
+            refs = [[weakref.ref(t) for t in item.values()] for item in items]
+            self.prepared[id(next(iter(items[0].values())))] = (refs, entries_of_items, segment)
             while len(self.prepared) > self.max_segments:  # items never pickled (a wrapper dropped them)
                 del self.prepared[next(iter(self.prepared))]
 
-    def prepared_payload(self, item):
-        """(segment, entries) of an item prepare() saw, if it still holds exactly those tensors, unchanged in
-        shape and layout (plus values that are not tensors); else None."""
-        values = list(item.values())
-        record = self.prepared.pop(id(values[0]), None) if values else None
+    def prepared_payload(self, items):
+        """(segment, entries of each item) of items prepare() saw together, if they still hold exactly those
+        tensors, unchanged in shape and layout (plus values that are not tensors); else None."""
+        first = next(iter(items[0].values()), None) if items else None
+        record = self.prepared.pop(id(first), None) if first is not None else None
         if record is None:
             return None
-        refs, entries, segment = record
-        if len(values) < len(refs):
+        refs_of_items, entries_of_items, segment = record
+        if len(items) != len(refs_of_items):
             return None
-        out = []
-        for (key, value), ref, entry in zip(item.items(), refs, entries):
-            if ref() is not value or key != entry[0] or value.shape != entry[2] or not value.is_contiguous():
+        payload = []
+        for item, refs, entries in zip(items, refs_of_items, entries_of_items):
+            if len(item) < len(refs):
                 return None
-            out.append(entry)
-        for key, value in list(item.items())[len(refs):]:
-            if isinstance(value, torch.Tensor):
-                return None
-            out.append((key, None, value, 0, 0))
-        return segment, out
+            out = []
+            for (key, value), ref, entry in zip(item.items(), refs, entries):
+                if ref() is not value or key != entry[0] or value.shape != entry[2] or not value.is_contiguous():
+                    return None
+                out.append(entry)
+            for key, value in list(item.items())[len(refs):]:
+                if isinstance(value, torch.Tensor):
+                    return None
+                out.append((key, None, value, 0, 0))
+            payload.append(out)
+        return segment, payload
 
     def _segment_of(self, array):
         segment = self.last_taken
@@ -817,7 +845,7 @@ class _SegmentPool:
             return None
         first = tensors[0].data_ptr()
         segment = next((s for s in self.segments if s.address <= first < s.address + s.array.size), None)
-        if segment is None or segment.handed:
+        if segment is None or segment.handed or segment.several:  # several items: released together only
             return None
         offsets = []
         for t in tensors:
@@ -862,6 +890,12 @@ class _WorkerGroup(list):
     __slots__ = ()
 
     def __reduce__(self):
+        pool = _worker_pool()
+        prepared = pool.prepared_payload(self)
+        if prepared is not None:  # written together into one segment: sent and released together
+            segment, entries_of_items = prepared
+            new, retired = pool.hand_over(segment)
+            return _unpack_segment, (pool.token, segment.id, new, retired, entries_of_items)
         return _unpack_group, ([item._payload() for item in self],)
 
 
@@ -887,9 +921,9 @@ class _WorkerItem(dict):
 
     def _payload(self):
         pool = _worker_pool()
-        prepared = pool.prepared_payload(self)
+        prepared = pool.prepared_payload([self])
         if prepared is not None:
-            segment, entries = prepared
+            segment, (entries,) = prepared
             new, retired = pool.hand_over(segment)
             return pool.token, segment.id, new, retired, entries
         tensors = [(k, v) for k, v in self.items() if isinstance(v, torch.Tensor) and v.layout == torch.strided
@@ -952,6 +986,12 @@ def _forget_exited_workers(token):
 def _unpack_item(token, segment_id, segment, retired, entries):
     """A _WorkerItem in the receiving process: a dict of tensors viewing the segment, which is released to
     the worker when all of them (and every view of them) are gone."""
+    return _unpack_segment(token, segment_id, segment, retired, [entries])[0]
+
+
+def _unpack_segment(token, segment_id, segment, retired, entries_of_items):
+    """The items a worker wrote into one segment, in the receiving process: dicts of tensors viewing the
+    segment, which is released to the worker when all of them (and every view of them) are gone."""
     for r in retired:
         _segments.pop((token, r), None)
     if isinstance(segment, tuple):  # (arena token, offset, size): a segment in this process's arena
@@ -972,14 +1012,18 @@ def _unpack_item(token, segment_id, segment, retired, entries):
                                "%d, which this process never received" % (segment_id, token[0])) from None
     lease = _Lease(array)
     weakref.finalize(lease, _release, array)
-    view = np.asarray(lease)  # every slice of it keeps `lease` alive
-    out = {}
-    for key, dtype, shape, offset, nbytes in entries:
-        if dtype is None:
-            out[key] = shape  # the value itself
-        else:
-            out[key] = torch.from_numpy(view[offset:offset + nbytes].view(dtype).reshape(shape))
-    return out
+    view = np.asarray(lease)  # every array made on it keeps `lease` alive
+    from_numpy, dtypes = torch.from_numpy, _DTYPES
+    items = _Minibatches()
+    for entries in entries_of_items:
+        out = {}
+        for key, dtype, shape, offset, nbytes in entries:
+            if dtype is None:
+                out[key] = shape  # the value itself
+            else:
+                out[key] = from_numpy(np.ndarray(shape, dtypes[dtype], view, offset))
+        items.append(out)
+    return items
 
 
 def _padded_rows(a, frame):
@@ -1064,6 +1108,22 @@ def _by_bytes(items, limit):
         yield group, None
 
 
+def _split_group(source, minibatch_size, sparse, as_indices, limit):
+    """Minibatches per group of workers that split minibatches: about GROUP_BYTES from the streams' shapes
+    (sparse streams counted at one entry per sample), at most `limit`; the same in every worker."""
+    per_sample = 0
+    for info in source.stream_infos():
+        size = np.dtype(info.dtype).itemsize
+        if not info.is_sparse or sparse == "dense":
+            per_sample += int(np.prod(info.shape)) * size
+        elif info.name in as_indices:
+            per_sample += 8
+        else:
+            per_sample += 8 + size
+        per_sample += 9  # mask and lengths
+    return max(1, min(limit, GROUP_BYTES // max(1, minibatch_size * per_sample)))
+
+
 def _chunk_count(reader):
     """Chunks of the reader's first deserializer (its describe() lines: "N chunk(s)" per file; for a composite
     reader the first deserializer's chunks are the ones randomized partitions own); a large number when it
@@ -1102,7 +1162,7 @@ class _GroupedDataset(IterableDataset):
             return
         in_worker = get_worker_info() is not None
         if in_worker:
-            _worker_pool().max_segments = _MAX_SEGMENTS * _GROUP_ITEMS
+            _worker_pool().max_segments = 2 * _MAX_SEGMENTS  # a group is one segment
         for items, _ in self.dataset._groups(_GROUP_ITEMS if in_worker else 0):
             yield _WorkerGroup(items) if in_worker else _Minibatches(items)
 

@@ -251,33 +251,39 @@ class Reader {
     return wrap(got, std::move(minibatch));
   }
 
-  // Up to `count` minibatches of next_v2, each written by torch_item (one `allocate` call each): a list of
-  // (buffer, entries, state JSON or None, end_of_sweep), shorter at the end of the data. One call for several
-  // minibatches: a Python call per minibatch costs as much as reading a small one.
-  py::list next_torch_items(size_t count, size_t minibatch_size, size_t num_partitions,
-                            size_t partition_index, bool sparse_as_dense, size_t align, size_t header,
-                            const py::function& allocate, const std::map<std::string, int64_t>& class_indices,
-                            bool with_state) {
+  // Up to `count` minibatches of next_v2 written by torch_items into one buffer (one `allocate` call):
+  // (buffer, [(entries, state JSON or None, end_of_sweep) per minibatch]), fewer at the end of the data, and
+  // (None, []) when there is none. One call for several minibatches: a Python call per minibatch costs as
+  // much as reading a small one.
+  py::tuple next_torch_items(size_t count, size_t minibatch_size, size_t num_partitions,
+                             size_t partition_index, bool sparse_as_dense, size_t align, size_t header,
+                             const py::function& allocate,
+                             const std::map<std::string, int64_t>& class_indices, bool with_state) {
     check_process();
-    py::list out;
-    for (size_t i = 0; i < count; ++i) {
-      auto minibatch = std::make_shared<Minibatch>();
-      std::string state;
-      {
-        py::gil_scoped_release release;
-        std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::shared_ptr<const Minibatch>> minibatches;
+    std::vector<std::string> states;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (minibatches.size() < count) {
+        auto minibatch = std::make_shared<Minibatch>();
         if (!live().next_minibatch_v2(minibatch_size, num_partitions, partition_index, *minibatch)) break;
-        if (with_state) state = live().state().to_json();
+        minibatches.push_back(std::move(minibatch));
+        if (with_state) states.push_back(live().state().to_json());
       }
-      py::tuple item =
-          python::torch_item(minibatch, mode_, sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
-                             align, header, allocate, class_indices);
-      const bool end_of_sweep = minibatch->end_of_sweep;
-      minibatch.reset();  // the item holds what it needs; the chunks' values may go
-      out.append(py::make_tuple(
-          item[0], item[1], with_state ? py::object(py::str(state)) : py::object(py::none()), end_of_sweep));
     }
-    return out;
+    if (minibatches.empty()) return py::make_tuple(py::none(), py::list());
+    py::tuple written =
+        python::torch_items(minibatches, mode_, sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
+                            align, header, allocate, class_indices);
+    py::list entries = written[1];
+    py::list out;
+    for (size_t i = 0; i < minibatches.size(); ++i) {
+      out.append(py::make_tuple(entries[i],
+                                with_state ? py::object(py::str(states[i])) : py::object(py::none()),
+                                minibatches[i]->end_of_sweep));
+    }
+    return py::make_tuple(written[0], out);
   }
 
   // Reads up to `count` minibatches of next_v2 and drops them: (minibatches read, whether one of them ended a
