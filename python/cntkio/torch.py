@@ -107,10 +107,17 @@ class MinibatchDataset(IterableDataset):
             not scan the files again; the first iteration in this process reads with that source. Errors in
             the data's index or the configuration are raised here. False: every worker and epoch creates its
             own source and indexes the files itself.
+        worker_split: how DataLoader workers share a rank's data. "chunks" (default, cntk.io's partitions): the
+            rank's workers read partitions of their own (randomized partitions own whole chunks, so with fewer
+            chunks than workers some get no data). "minibatches": every worker reads the rank's whole stream, as
+            one process would, and writes every num_workers-th group of minibatches (MinibatchLoader's groups,
+            a plain DataLoader's single items), which the DataLoader hands out in turn: the training loop gets
+            exactly the minibatches of one process, and every worker converts, but each parses all the data.
+            "auto": "minibatches" where the data has fewer chunks than workers, else "chunks".
     """
 
     def __init__(self, source, minibatch_size, epoch_size=None, sparse="indices", rank=None, world_size=None,
-                 share_index=True, as_indices=None, worker_split="auto"):
+                 share_index=True, as_indices=None, worker_split="chunks"):
         super().__init__()
         if sparse not in ("indices", "dense", "csr"):
             raise ValueError("sparse must be 'indices', 'dense' or 'csr', not %r" % (sparse,))

@@ -70,6 +70,7 @@ def cntk_io_first_sweep(path, randomize):
 
 
 def test_worker_split_is_checked(data):
+    assert cntkio.torch.MinibatchDataset(functools.partial(make_source, data), MB).worker_split == "chunks"
     with pytest.raises(ValueError, match="worker_split must be 'auto', 'chunks' or 'minibatches'"):
         cntkio.torch.MinibatchDataset(functools.partial(make_source, data), MB, worker_split="sequences")
 
@@ -77,23 +78,25 @@ def test_worker_split_is_checked(data):
 def test_auto_splits_minibatches_only_when_the_data_has_fewer_chunks_than_workers(data):
     assert cntkio.torch._chunk_count(make_source(data)._reader) == 1
     assert cntkio.torch._chunk_count(small_chunks_source(data)._reader) > 3
-    one_chunk = cntkio.torch.MinibatchDataset(functools.partial(make_source, data), MB)
-    many = cntkio.torch.MinibatchDataset(functools.partial(small_chunks_source, data), MB)
+    one_chunk = cntkio.torch.MinibatchDataset(functools.partial(make_source, data), MB, worker_split="auto")
+    many = cntkio.torch.MinibatchDataset(functools.partial(small_chunks_source, data), MB, worker_split="auto")
     assert one_chunk._splits_minibatches(make_source(data), 2)
     assert not one_chunk._splits_minibatches(make_source(data), 1)
     assert not many._splits_minibatches(small_chunks_source(data), 2)
     forced = cntkio.torch.MinibatchDataset(functools.partial(small_chunks_source, data), MB,
                                            worker_split="minibatches")
     assert forced._splits_minibatches(small_chunks_source(data), 2)
-    kept = cntkio.torch.MinibatchDataset(functools.partial(make_source, data), MB, worker_split="chunks")
-    assert not kept._splits_minibatches(make_source(data), 2)
+    for split in ("chunks", None):  # None: the default
+        kwargs = {"worker_split": split} if split else {}
+        kept = cntkio.torch.MinibatchDataset(functools.partial(make_source, data), MB, **kwargs)
+        assert not kept._splits_minibatches(make_source(data), 2)
 
 
 @pytest.mark.parametrize("randomize", [True, False])
 @pytest.mark.parametrize("persistent", [True, False])
 @pytest.mark.parametrize("plain", [False, True])
 def test_workers_splitting_minibatches_deliver_the_minibatches_of_one_process(data, randomize, persistent, plain):
-    """A one-chunk file read by two workers ("auto" splits by minibatches): over three epochs the training loop
+    """A one-chunk file read by two workers ("auto" splits it by minibatches): over three epochs the training loop
     gets the minibatches one process reads, in its order, through MinibatchLoader's groups or a plain
     DataLoader's single items."""
     factory = functools.partial(make_source, data, randomize)
@@ -102,7 +105,7 @@ def test_workers_splitting_minibatches_deliver_the_minibatches_of_one_process(da
     assert len(expected[0]) > 3 * cntkio.torch._GROUP_ITEMS
     if randomize:
         assert first_ids(expected[0][0]) != first_ids(expected[1][0])
-    dataset = cntkio.torch.MinibatchDataset(factory, MB)
+    dataset = cntkio.torch.MinibatchDataset(factory, MB, worker_split="auto")
     if plain:
         loader = DataLoader(dataset, batch_size=None, num_workers=2, persistent_workers=persistent)
     else:
@@ -128,7 +131,7 @@ def test_ranks_still_split_while_their_workers_split_minibatches(data):
     factory = functools.partial(make_source, data)
     for rank in range(2):
         expected = list(cntkio.torch.MinibatchDataset(factory, MB, rank=rank, world_size=2))
-        dataset = cntkio.torch.MinibatchDataset(factory, MB, rank=rank, world_size=2)
+        dataset = cntkio.torch.MinibatchDataset(factory, MB, rank=rank, world_size=2, worker_split="minibatches")
         same_items(list(cntkio.torch.MinibatchLoader(dataset, num_workers=2)), expected)
 
 
@@ -140,7 +143,7 @@ def test_a_state_of_workers_splitting_minibatches_resumes_exactly(data, workers_
     number of workers, and the epoch's minibatches are those of one process."""
     factory = functools.partial(make_source, data)
     expected = in_process_epochs(factory, 2)
-    dataset = cntkio.torch.MinibatchDataset(factory, MB)
+    dataset = cntkio.torch.MinibatchDataset(factory, MB, worker_split="minibatches")
     got = []
     for k, item in enumerate(cntkio.torch.MinibatchLoader(dataset, num_workers=workers_before)):
         got.append(item)
@@ -148,9 +151,30 @@ def test_a_state_of_workers_splitting_minibatches_resumes_exactly(data, workers_
             state = dataset.state_dict()
             break
     assert state["epoch"] == 0 and state["num_partitions"] == 1 and list(state["states"]) == [0]
-    resumed = cntkio.torch.MinibatchDataset(factory, MB)
+    resumed = cntkio.torch.MinibatchDataset(factory, MB, worker_split="minibatches")
     resumed.load_state_dict(state)
     loader = cntkio.torch.MinibatchLoader(resumed, num_workers=workers_after, persistent_workers=workers_after > 0)
     got += list(loader)
     same_items(got, expected[0])
     same_items(list(loader), expected[1])  # and the next epoch as one process reads it
+
+
+@pytest.mark.parametrize("split", ["minibatches", "chunks"])
+def test_a_group_kept_in_part_stays_intact_while_workers_write_on(data, split):
+    """A worker writes a group of minibatches into one shared-memory segment and reuses it only when every
+    tensor of the group is gone in the training process: items kept (one of several of a group) must keep
+    their values over later epochs, and the workers' segments stay few."""
+    factory = functools.partial(small_chunks_source if split == "chunks" else make_source, data)
+    dataset = cntkio.torch.MinibatchDataset(factory, MB, worker_split=split)
+    loader = cntkio.torch.MinibatchLoader(dataset, num_workers=2, persistent_workers=True)
+    kept = []
+    for epoch in range(4):
+        count = 0
+        for k, item in enumerate(loader):
+            count += 1
+            if k % 7 == 3:
+                kept.append((item, {key: tensor.clone() for key, tensor in item.items()}))
+        assert count > 2 * cntkio.torch._GROUP_ITEMS
+    for item, copy in kept:
+        same_items([item], [copy])
+    assert len(cntkio.torch._segments) <= 4 * cntkio.torch._MAX_SEGMENTS
