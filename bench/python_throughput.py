@@ -226,9 +226,9 @@ def main(argv=None):
     parser.add_argument("--minibatch-size", type=int, default=0, help="samples per minibatch (default: per shape)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--worker-split", default="auto", choices=["auto", "chunks", "minibatches"],
-                        help="MinibatchDataset's worker_split (auto: by minibatches where the data has fewer "
-                             "chunks than workers, the atis shape)")
+    parser.add_argument("--worker-split", default="chunks", choices=["auto", "chunks", "minibatches"],
+                        help="MinibatchDataset's worker_split (default chunks, the dataset's default; auto: by "
+                             "minibatches where the data has fewer chunks than workers, the atis shape)")
     parser.add_argument("--epochs", type=int, default=3, help="sweeps each row reads (Python rows: epochs)")
     args = parser.parse_args(argv)
     shapes = args.shapes.split(",")

@@ -300,8 +300,10 @@ class MinibatchDataset(IterableDataset):
             partition, partitions = rank, world
             count = _split_group(source, self.minibatch_size, self.sparse, self.as_indices, group) if group else 1
         else:
-            count = 1 if in_worker else _READ_AHEAD  # a plain DataLoader's worker: one minibatch per segment
-        adapt = group and not split
+            count = 1  # a plain DataLoader's worker: one minibatch per segment
+        # Calls read `limit` minibatches at most, about GROUP_BYTES (from the last call): several small ones per
+        # buffer; large ones one at a time, as one buffer of many MB costs more to allocate than it saves.
+        limit = 0 if split else group or (0 if in_worker else _READ_AHEAD)
         reader = source._reader
         epoch = self.epoch
         if self.epoch_size is None:
@@ -349,12 +351,12 @@ class MinibatchDataset(IterableDataset):
                 states = [state for _, state, _ in read]
                 source._skips_due = any(end for _, _, end in read)
                 wanted = count
-                if adapt and read:
+                if limit and read:
                     written = max(offset + nbytes for _, _, _, offset, nbytes in read[-1][0])
-                    count = max(1, min(group, GROUP_BYTES * len(read) // max(written, 1)))
+                    count = max(1, min(limit, GROUP_BYTES * len(read) // max(written, 1)))
             else:
-                items, states = [], []
-                while len(items) < (group or count):
+                items, states, wanted = [], [], group or count
+                while len(items) < wanted:
                     if items:
                         source._report_skips_if_due()
                     batch = reader.next_v2(global_size, partitions, partition)
@@ -367,10 +369,8 @@ class MinibatchDataset(IterableDataset):
             if self.emit_state:
                 for item, state in zip(items, states):
                     item[_STATE_KEY] = (partition, partitions, epoch, state)
-            else:
-                wanted = count
             if items:
-                if adapt and not direct:
+                if group and not split and not direct:
                     yield from _by_bytes(items, group)
                 else:
                     yield items, [(partition, state) for state in states] if record else None

@@ -26,18 +26,23 @@ def make_source(path, randomize=True, **kwargs):
 
 
 def small_chunks_source(path):
-    """Randomized, in chunks of 150 bytes (many chunks)."""
+    """Randomized, in chunks of 150 bytes (many chunks): the config the data fixture wrote."""
+    return cntkio.MinibatchSource.from_config(path + ".cntk", "r")
+
+
+def write_small_chunks_config(path):
     with open(path + ".cntk", "w") as out:
         out.write('r = [ reader = [ randomize = true ; randomizationWindow = 2 ; sampleBasedRandomizationWindow = '
                   'false\n deserializers = ( [ type = CNTKTextFormatDeserializer ; file = "%s" ; chunkSizeInBytes '
                   '= 150 ; input = [ features = [ alias = f ; dim = 2 ; format = dense ]\n labels = [ alias = l ; '
                   'dim = 5 ; format = sparse ] ] ] ) ] ]\n' % path)
-    return cntkio.MinibatchSource.from_config(path + ".cntk", "r")
 
 
 @pytest.fixture
 def data(tmp_path):
-    return write_ctf(tmp_path / "t.ctf", LENGTHS)
+    path = write_ctf(tmp_path / "t.ctf", LENGTHS)
+    write_small_chunks_config(path)  # once: workers reading it while another writes it would fail
+    return path
 
 
 def first_ids(item):
