@@ -18,9 +18,12 @@ Each item is one minibatch, a dict of tensors per stream ``name``:
 Work is split across DataLoader workers and torch.distributed ranks: the data is read as
 ``world_size × num_workers`` partitions and worker ``w`` of rank ``r`` reads partition ``r × num_workers + w``
 (cntk.io's num_data_partitions / partition_index), so each sequence of an epoch is read exactly once across all
-of them. Use ``DataLoader(dataset, batch_size=None, num_workers=N)`` (or ``MinibatchLoader``), since items
+of them. With ``worker_split="minibatches"`` (or ``"auto"`` on data of fewer chunks than workers) a rank's
+workers instead all read the rank's stream and write every num_workers-th group of minibatches, which the
+DataLoader hands out in turn: the training loop gets the minibatches of one process. Use ``DataLoader(dataset, batch_size=None, num_workers=N)`` (or ``MinibatchLoader``), since items
 already are minibatches. ``minibatch_size`` is the number of samples of each item. ``MinibatchLoader``'s workers
-send several minibatches per DataLoader item (up to 16, 1 MiB) and the loader hands them out one by one.
+send several minibatches per DataLoader item (up to 16, about 1 MiB, written into one segment) and the loader
+hands them out one by one.
 
 An epoch is one sweep over the data (or ``epoch_size`` samples): iteration ``k`` reads epoch k of the endless,
 sweep-by-sweep re-randomized stream. Call ``set_epoch(k)`` before each epoch when the DataLoader starts new
