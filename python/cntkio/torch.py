@@ -20,8 +20,9 @@ Work is split across DataLoader workers and torch.distributed ranks: the data is
 (cntk.io's num_data_partitions / partition_index), so each sequence of an epoch is read exactly once across all
 of them. With ``worker_split="minibatches"`` (or ``"auto"`` on data of fewer chunks than workers) a rank's
 workers instead all read the rank's stream and write every num_workers-th group of minibatches, which the
-DataLoader hands out in turn: the training loop gets the minibatches of one process. Use ``DataLoader(dataset, batch_size=None, num_workers=N)`` (or ``MinibatchLoader``), since items
-already are minibatches. ``minibatch_size`` is the number of samples of each item. ``MinibatchLoader``'s workers
+DataLoader hands out in turn: the training loop gets the minibatches of one process. Use
+``DataLoader(dataset, batch_size=None, num_workers=N)`` (or ``MinibatchLoader``), since items already are
+minibatches. ``minibatch_size`` is the number of samples of each item. ``MinibatchLoader``'s workers
 send several minibatches per DataLoader item (up to 16, about 1 MiB, written into one segment) and the loader
 hands them out one by one.
 
@@ -303,7 +304,7 @@ class MinibatchDataset(IterableDataset):
             partition, partitions = rank, world
             count = _split_group(source, self.minibatch_size, self.sparse, self.as_indices, group) if group else 1
         else:
-            count = 1  # a plain DataLoader's worker: one minibatch per segment
+            count = 1  # then as `limit` allows; a plain DataLoader's worker: one minibatch per segment
         # Calls read `limit` minibatches at most, about GROUP_BYTES (from the last call): several small ones per
         # buffer; large ones one at a time, as one buffer of many MB costs more to allocate than it saves.
         limit = 0 if split else group or (0 if in_worker else _READ_AHEAD)
@@ -342,6 +343,7 @@ class MinibatchDataset(IterableDataset):
                 wanted = count * others
                 read, source._skips_due = reader.skip_v2(wanted, global_size, partitions, partition)
                 if read < wanted:
+                    source._report_skips()
                     break
                 index += others
                 continue
