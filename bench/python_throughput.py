@@ -151,13 +151,14 @@ def cli_bench(cli, shape, data, config, mb, epochs):
     return r["samples"], r["seconds"]
 
 
-def torch_rows(shape, data, config, mb, epochs, workers):
+def torch_rows(shape, data, config, mb, epochs, workers, split):
     length_key = SHAPES[shape][5] + "_lengths"
     as_indices = {name: -100 for name, _, _, sparse in SHAPES[shape][4] if sparse} if shape == "atis" else None
 
     def read(num_workers, persistent=False, plain=False):
         start = time.perf_counter()  # the dataset indexes the data when it is made (share_index)
-        dataset = cntkio.torch.MinibatchDataset(dataset_source(shape, data, config), mb, as_indices=as_indices)
+        dataset = cntkio.torch.MinibatchDataset(dataset_source(shape, data, config), mb, as_indices=as_indices,
+                                                worker_split=split)
         if plain:
             loader = DataLoader(dataset, batch_size=None, num_workers=num_workers)
         else:
@@ -193,7 +194,7 @@ def run_shape(args, shape, tmp):
     write_config(config, data, streams, chunk_mib)
     e = args.epochs
     rows = [("cntkio bench (C++ CLI)", lambda: cli_bench(args.cli, shape, data, config, mb, e))]
-    rows += torch_rows(shape, data, config, mb, e, args.workers)
+    rows += torch_rows(shape, data, config, mb, e, args.workers, args.worker_split)
     cli_bench(args.cli, shape, data, config, mb, 1)  # warm the page cache
     runs = [[measured(fn) for _, fn in rows] for _ in range(args.repeat)]  # runs[repetition][row]
     counts = {run[0] for rep in runs for run in rep}
@@ -225,6 +226,9 @@ def main(argv=None):
     parser.add_argument("--minibatch-size", type=int, default=0, help="samples per minibatch (default: per shape)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--worker-split", default="chunks", choices=["auto", "chunks", "minibatches"],
+                        help="MinibatchDataset's worker_split (default chunks, the dataset's default; auto: by "
+                             "minibatches where the data has fewer chunks than workers, the atis shape)")
     parser.add_argument("--epochs", type=int, default=3, help="sweeps each row reads (Python rows: epochs)")
     args = parser.parse_args(argv)
     shapes = args.shapes.split(",")
@@ -232,7 +236,8 @@ def main(argv=None):
     if unknown:
         parser.error("unknown shape(s): %s" % ", ".join(unknown))
     torch.set_num_threads(1)
-    print("%d cores, load average %.1f %.1f %.1f" % ((os.cpu_count(),) + os.getloadavg()))
+    print("%d cores, load average %.1f %.1f %.1f, worker_split %s" % ((os.cpu_count(),) + os.getloadavg()
+                                                                     + (args.worker_split,)))
     verdicts = []
     with tempfile.TemporaryDirectory() as tmp:
         for shape in shapes:

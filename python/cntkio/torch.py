@@ -18,9 +18,13 @@ Each item is one minibatch, a dict of tensors per stream ``name``:
 Work is split across DataLoader workers and torch.distributed ranks: the data is read as
 ``world_size × num_workers`` partitions and worker ``w`` of rank ``r`` reads partition ``r × num_workers + w``
 (cntk.io's num_data_partitions / partition_index), so each sequence of an epoch is read exactly once across all
-of them. Use ``DataLoader(dataset, batch_size=None, num_workers=N)`` (or ``MinibatchLoader``), since items
-already are minibatches. ``minibatch_size`` is the number of samples of each item. ``MinibatchLoader``'s workers
-send several minibatches per DataLoader item (up to 16, 1 MiB) and the loader hands them out one by one.
+of them. With ``worker_split="minibatches"`` (or ``"auto"`` on data of fewer chunks than workers) a rank's
+workers instead all read the rank's stream and write every num_workers-th group of minibatches, which the
+DataLoader hands out in turn: the training loop gets the minibatches of one process. Use
+``DataLoader(dataset, batch_size=None, num_workers=N)`` (or ``MinibatchLoader``), since items already are
+minibatches. ``minibatch_size`` is the number of samples of each item. ``MinibatchLoader``'s workers
+send several minibatches per DataLoader item (up to 16, about 1 MiB, written into one segment) and the loader
+hands them out one by one.
 
 An epoch is one sweep over the data (or ``epoch_size`` samples): iteration ``k`` reads epoch k of the endless,
 sweep-by-sweep re-randomized stream. Call ``set_epoch(k)`` before each epoch when the DataLoader starts new
@@ -51,6 +55,7 @@ import fcntl
 import json
 import mmap
 import os
+import re
 import threading
 import weakref
 
@@ -106,13 +111,23 @@ class MinibatchDataset(IterableDataset):
             not scan the files again; the first iteration in this process reads with that source. Errors in
             the data's index or the configuration are raised here. False: every worker and epoch creates its
             own source and indexes the files itself.
+        worker_split: how DataLoader workers share a rank's data. "chunks" (default, cntk.io's partitions): the
+            rank's workers read partitions of their own (randomized partitions own whole chunks, so with fewer
+            chunks than workers some get no data). "minibatches": every worker reads the rank's whole stream, as
+            one process would, and writes every num_workers-th group of minibatches (MinibatchLoader's groups,
+            a plain DataLoader's single items), which the DataLoader hands out in turn: the training loop gets
+            exactly the minibatches of one process, and every worker converts, but each parses all the data.
+            "auto": "minibatches" where the data has fewer chunks than workers, else "chunks".
     """
 
     def __init__(self, source, minibatch_size, epoch_size=None, sparse="indices", rank=None, world_size=None,
-                 share_index=True, as_indices=None):
+                 share_index=True, as_indices=None, worker_split="chunks"):
         super().__init__()
         if sparse not in ("indices", "dense", "csr"):
             raise ValueError("sparse must be 'indices', 'dense' or 'csr', not %r" % (sparse,))
+        if worker_split not in ("auto", "chunks", "minibatches"):
+            raise ValueError("worker_split must be 'auto', 'chunks' or 'minibatches', not %r" % (worker_split,))
+        self.worker_split = worker_split
         self._source = _source_maker(source)
         self.as_indices = _check_as_indices(as_indices, sparse)
         self.minibatch_size = _source._count(minibatch_size, "minibatch_size", allow_zero=False)
@@ -191,14 +206,27 @@ class MinibatchDataset(IterableDataset):
 
     # -- iteration
 
-    def _partition(self):
+    def _places(self):
+        """(rank, world size, DataLoader worker id, number of workers) of this process."""
         if self._rank is None:
             rank, world = _distributed()
         else:
             rank, world = self._rank, self._world_size
         info = get_worker_info()
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
+        return rank, world, worker, workers
+
+    def _partition(self):
+        rank, world, worker, workers = self._places()
         return rank * workers + worker, world * workers
+
+    def _splits_minibatches(self, source, workers):
+        """Whether this rank's `workers` DataLoader workers all read the rank's stream and take every
+        workers-th group of minibatches (worker_split "minibatches"; "auto": when the data has fewer chunks
+        than workers, as randomized partitions own whole chunks and some workers would get no data)."""
+        if workers < 2 or not isinstance(source, _source.MinibatchSource) or self.worker_split == "chunks":
+            return False
+        return self.worker_split == "minibatches" or _chunk_count(source._reader) < workers
 
     def _make_source(self):
         if self._kept is not None and self._kept[0] == os.getpid():
@@ -241,14 +269,45 @@ class MinibatchDataset(IterableDataset):
         return _source.merge_checkpoint_states(states)
 
     def __iter__(self):
-        partition, partitions = self._partition()
-        if self.sparse == "csr" and get_worker_info() is not None:
+        for items, states in self._groups(0):
+            if states is None:
+                yield from items
+                continue
+            for item, (partition, state) in zip(items, states):
+                self._seen[partition] = state  # read in this process: the state of the item handed out
+                yield item
+
+    def _groups(self, group):
+        """This process's minibatches as lists of items with, where the dataset itself records the reader
+        state (no emit_state, no worker), the list of their (partition, state), else None. `group` > 0: in a
+        worker of MinibatchLoader, lists of `group` minibatches at most (GROUP_BYTES, unless the workers split
+        the minibatches, whose groups are exactly `group` long so that every worker knows where the others'
+        groups lie); 0: any length."""
+        rank, world, worker, workers = self._places()
+        partition, partitions = rank * workers + worker, world * workers
+        in_worker = get_worker_info() is not None
+        if self.sparse == "csr" and in_worker:
             raise ValueError("sparse='csr' works only with num_workers=0 (PyTorch cannot pass CSR tensors "
                              "between processes); use sparse='indices' or 'dense'")
         source = self._make_source()
         if not isinstance(source, _source.MinibatchSource):
-            yield from self._user_source_items(source, partition, partitions)
+            for item in self._user_source_items(source, partition, partitions):
+                yield [item], None
             return
+        # Split by minibatches, every worker of the rank reads the rank's whole stream (as one process would),
+        # writes the groups g with g % workers == worker and skips the others: the DataLoader takes items from
+        # its workers in turn, so the training loop gets the minibatches in the order of one process.
+        split = in_worker and self._splits_minibatches(source, workers)
+        # A worker's group is written into one segment and handed over at once: about GROUP_BYTES, from the
+        # streams' shapes (split: every worker must know where the others' groups lie) or from the last group.
+        if split:
+            partition, partitions = rank, world
+            count = _split_group(source, self.minibatch_size, self.sparse, self.as_indices, group) if group else 1
+        else:
+            count = 1  # then as `limit` allows; a plain DataLoader's worker: one minibatch per segment
+        # Calls read `limit` minibatches at most, about GROUP_BYTES (from the last call): several small ones per
+        # buffer; large ones one at a time, as one buffer of many MB costs more to allocate than it saves.
+        limit = 0 if split else group or (0 if in_worker else _READ_AHEAD)
         reader = source._reader
         epoch = self.epoch
         if self.epoch_size is None:
@@ -267,35 +326,62 @@ class MinibatchDataset(IterableDataset):
             reader.restore(json.dumps(start))
         self._seen_partitions = partitions
         global_size = self.minibatch_size * partitions
-        in_worker = get_worker_info() is not None
         direct = source._packing != "truncated" and self.sparse != "csr"
         # torch_item then copies each sequence from the loaded chunks straight into the item, instead of the
         # packer laying it out in CNTK's layout first (one pass over the values instead of two).
         if direct:
             reader.defer_values(_DEFER_VALUES)
         pool = _worker_pool() if in_worker else None
+        allocate = pool.allocate if pool is not None else _allocate
+        record = not in_worker and not self.emit_state  # the dataset records the states itself
+        with_state = self.emit_state or record
+        index = 0  # of the group in the rank's stream (split by minibatches)
         while True:
             source._report_skips_if_due()
-            batch = reader.next_v2(global_size, partitions, partition)
-            if batch is None:
+            others = (worker - index) % workers if split else 0  # groups of other workers before this one's next
+            if others:
+                wanted = count * others
+                read, source._skips_due = reader.skip_v2(wanted, global_size, partitions, partition)
+                if read < wanted:
+                    source._report_skips()
+                    break
+                index += others
+                continue
+            index += 1
+            if direct:  # the minibatches written into one buffer (one segment of a worker: one hand-over)
+                buffer, read = reader.next_torch_items(count, global_size, partitions, partition,
+                                                       self.sparse == "dense", _ALIGN, _ALIGN, allocate,
+                                                       self.as_indices, with_state)
+                items = self._items(buffer, [entries for entries, _, _ in read], source, pool)
+                states = [state for _, state, _ in read]
+                source._skips_due = any(end for _, _, end in read)
+                wanted = count
+                if limit and read:
+                    written = max(offset + nbytes for _, _, _, offset, nbytes in read[-1][0])
+                    count = max(1, min(limit, GROUP_BYTES * len(read) // max(written, 1)))
+            else:
+                items, states, wanted = [], [], group or count
+                while len(items) < wanted:
+                    if items:
+                        source._report_skips_if_due()
+                    batch = reader.next_v2(global_size, partitions, partition)
+                    if batch is None:
+                        break
+                    source._skips_due = batch.end_of_sweep
+                    items.append(self._packed_item(batch, source, in_worker))
+                    batch = None  # frees the packed minibatch now (the item holds a copy)
+                    states.append(reader.state() if with_state else None)
+            if self.emit_state:
+                for item, state in zip(items, states):
+                    item[_STATE_KEY] = (partition, partitions, epoch, state)
+            if items:
+                if group and not split and not direct:
+                    yield from _by_bytes(items, group)
+                else:
+                    yield items, [(partition, state) for state in states] if record else None
+            if len(items) < wanted:
                 source._report_skips()
                 break
-            source._skips_due = batch.end_of_sweep
-            if direct:
-                item = self._item(batch, source, pool)
-            else:
-                item = self._tensors(source._wrap(batch), _WorkerItem() if in_worker else {})
-                if self.as_indices:
-                    arrays = {key: tensor.numpy() for key, tensor in item.items()}
-                    _class_indices(arrays, None, self.as_indices, batch)
-                    item.clear()
-                    item.update((key, torch.from_numpy(array)) for key, array in arrays.items())
-            batch = None  # frees the packed minibatch now (the item holds a copy) unless tensors view it
-            if self.emit_state:
-                item[_STATE_KEY] = (partition, partitions, epoch, reader.state())
-            elif not in_worker:
-                self._seen[partition] = reader.state()
-            yield item
         self._kept = (os.getpid(), source)  # the next iteration here reads on with this source
         if not in_worker or self.emit_state:
             # Next iteration in this process (or this persistent worker) reads the next epoch.
@@ -303,28 +389,43 @@ class MinibatchDataset(IterableDataset):
         self.epoch = epoch + 1
         self._seen = {}
 
-    def _item(self, batch, source, pool):
-        """The item of a minibatch (a cntkio._core.Batch), written by the C++ module into one buffer: a NumPy
-        array here, a shared-memory segment of `pool` in a DataLoader worker."""
-        buffer, entries = batch.torch_item(self.sparse == "dense", _ALIGN, _ALIGN,
-                                           pool.allocate if pool is not None else _allocate, self.as_indices)
-        if pool is not None:
-            view = np.asarray(pool.lease(buffer))  # slices keep the lease (and the worker's use) alive
-            out = _WorkerItem()
-        else:
-            view, out = buffer, {}
+    def _packed_item(self, batch, source, in_worker):
+        """The item of a minibatch packed in CNTK's layout (truncated BPTT, sparse="csr")."""
+        item = self._tensors(source._wrap(batch), _WorkerItem() if in_worker else {})
+        if self.as_indices:
+            arrays = {key: tensor.numpy() for key, tensor in item.items()}
+            _class_indices(arrays, None, self.as_indices, batch)
+            item.clear()
+            item.update((key, torch.from_numpy(array)) for key, array in arrays.items())
+        return item
+
+    def _item(self, buffer, entries, source, pool):
+        """The item of a minibatch written by the C++ module into `buffer` (torch_item) as `entries` say."""
+        return self._items(buffer, [entries], source, pool)[0]
+
+    def _items(self, buffer, entries_of_items, source, pool):
+        """The items written by the C++ module into `buffer` (a NumPy array here, a shared-memory segment of
+        `pool` in a DataLoader worker), one per list of entries."""
+        if buffer is None:
+            return []
+        view = np.asarray(pool.lease(buffer)) if pool is not None else buffer  # views keep the lease alive
         shapes = source._shapes
         if shapes:
-            entries = [(key, dtype, shape[:-1] + tuple(shapes[key]), offset, nbytes)  # multi-dimensional samples
-                       if key in shapes and key in source.streams and not source.streams[key].is_sparse
-                       else (key, dtype, shape, offset, nbytes) for key, dtype, shape, offset, nbytes in entries]
-        arrays = {key: view[offset:offset + nbytes].view(dtype).reshape(shape)
-                  for key, dtype, shape, offset, nbytes in entries}  # class indices written by torch_item
-        for key, array in arrays.items():
-            out[key] = torch.from_numpy(array)
+            entries_of_items = [
+                [(key, dtype, shape[:-1] + tuple(shapes[key]), offset, nbytes)  # multi-dimensional samples
+                 if key in shapes and key in source.streams and not source.streams[key].is_sparse
+                 else (key, dtype, shape, offset, nbytes) for key, dtype, shape, offset, nbytes in entries]
+                for entries in entries_of_items]
+        from_numpy, dtypes = torch.from_numpy, _DTYPES  # an array made on the buffer is the cheapest view
+        items = []
+        for entries in entries_of_items:
+            out = _WorkerItem() if pool is not None else {}
+            for key, dtype, shape, offset, _ in entries:
+                out[key] = from_numpy(np.ndarray(shape, dtypes[dtype], view, offset))
+            items.append(out)
         if pool is not None:
-            pool.prepare(out, entries)
-        return out
+            pool.prepare(items, entries_of_items, buffer)
+        return items
 
     def _tensors(self, mb, out):
         """The item of a minibatch (MinibatchData of every stream) for truncated BPTT, sparse="csr" and user
@@ -499,6 +600,7 @@ _DEFER_VALUES = True  # tests switch it off to compare with items made from pack
 _ALIGN = 64  # bytes; the header and every tensor of an item start at a multiple of this in a buffer
 _MAX_SEGMENTS = 8  # free or in-use segments a worker keeps; more only while the training loop holds items
 _GROUP_ITEMS = 16  # minibatches a worker sends in one item at most (MinibatchLoader)
+_READ_AHEAD = 8  # minibatches read and written per call of the C++ module in the training process
 GROUP_BYTES = 1 << 20  # MinibatchLoader's workers send minibatches together until they hold this many bytes
 _ARENA_SLOTS = 16  # workers (of all DataLoaders at once) that write into the arena
 _ARENA_SLOT_BYTES = 64 << 20  # address space per slot; pages are used only as items fill them
@@ -506,6 +608,7 @@ _ARENA_HEADER = 4096  # a slot's segment table: int64 count, then (offset, size)
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64, torch.int64: np.int64,
                  torch.int32: np.int32, torch.uint8: np.uint8, torch.bool: np.bool_}
 _NUMPY_NAMES = {t: np.dtype(n).name for t, n in _NUMPY_DTYPES.items()}  # what item entries carry
+_DTYPES = {np.dtype(n).name: np.dtype(n) for n in _NUMPY_DTYPES.values()}  # entry dtype name -> NumPy dtype
 
 
 def _round_up(n, to):
@@ -577,7 +680,7 @@ class _Segment:
     own. Free for the next item when the training process has released it (byte 0 is 0) and this process no
     longer uses the tensors written into it."""
 
-    __slots__ = ("id", "tensor", "array", "address", "offset", "local_use", "handed", "sent")
+    __slots__ = ("id", "tensor", "array", "address", "offset", "local_use", "handed", "sent", "several")
 
     def __init__(self, segment_id, size, offset=None):
         self.id = segment_id
@@ -592,6 +695,7 @@ class _Segment:
         self.local_use = False  # tensors of this process view it
         self.handed = False  # pickled for the training process since it was last taken
         self.sent = offset is not None  # the training process has the segment (its own, by file descriptor)
+        self.several = False  # holds several items (prepare())
 
     def free(self):
         return not self.local_use and self.array[0] == 0
@@ -682,6 +786,7 @@ class _SegmentPool:
             segment.array[0] = 1
             segment.local_use = True
             segment.handed = False
+            segment.several = False
             self.last_taken = segment
             return segment
 
@@ -694,42 +799,54 @@ class _SegmentPool:
         """torch_item's allocate: the byte array of a free segment (see lease())."""
         return self.take(nbytes).array
 
-    def prepare(self, item, entries):
-        """Remembers how an item written by torch_item into the segment last taken pickles (its entries), so
-        that pickling it needs no look at its tensors beyond checking they are the ones written."""
-        tensors = list(item.values())
-        if tensors:
-            self.prepared[id(tensors[0])] = ([weakref.ref(t) for t in tensors], entries, self.last_taken)
+    def prepare(self, items, entries_of_items, array):
+        """Remembers how items written by torch_items into the segment of `array` pickle (their entries), so
+        that pickling them needs no look at their tensors beyond checking they are the ones written. Items that
+        share a segment are sent together (a _WorkerGroup) or copied."""
+        segment = self._segment_of(array)
+        segment.several = len(items) > 1
+        if items and items[0]:
+            refs = [[weakref.ref(t) for t in item.values()] for item in items]
+            self.prepared[id(next(iter(items[0].values())))] = (refs, entries_of_items, segment)
             while len(self.prepared) > self.max_segments:  # items never pickled (a wrapper dropped them)
                 del self.prepared[next(iter(self.prepared))]
 
-    def prepared_payload(self, item):
-        """(segment, entries) of an item prepare() saw, if it still holds exactly those tensors, unchanged in
-        shape and layout (plus values that are not tensors); else None."""
-        values = list(item.values())
-        record = self.prepared.pop(id(values[0]), None) if values else None
+    def prepared_payload(self, items):
+        """(segment, entries of each item) of items prepare() saw together, if they still hold exactly those
+        tensors, unchanged in shape and layout (plus values that are not tensors); else None."""
+        first = next(iter(items[0].values()), None) if items else None
+        record = self.prepared.pop(id(first), None) if first is not None else None
         if record is None:
             return None
-        refs, entries, segment = record
-        if len(values) < len(refs):
+        refs_of_items, entries_of_items, segment = record
+        if len(items) != len(refs_of_items):
             return None
-        out = []
-        for (key, value), ref, entry in zip(item.items(), refs, entries):
-            if ref() is not value or key != entry[0] or value.shape != entry[2] or not value.is_contiguous():
+        payload = []
+        for item, refs, entries in zip(items, refs_of_items, entries_of_items):
+            if len(item) < len(refs):
                 return None
-            out.append(entry)
-        for key, value in list(item.items())[len(refs):]:
-            if isinstance(value, torch.Tensor):
-                return None
-            out.append((key, None, value, 0, 0))
-        return segment, out
+            out = []
+            for (key, value), ref, entry in zip(item.items(), refs, entries):
+                if ref() is not value or key != entry[0] or value.shape != entry[2] or not value.is_contiguous():
+                    return None
+                out.append(entry)
+            for key, value in list(item.items())[len(refs):]:
+                if isinstance(value, torch.Tensor):
+                    return None
+                out.append((key, None, value, 0, 0))
+            payload.append(out)
+        return segment, payload
+
+    def _segment_of(self, array):
+        segment = self.last_taken
+        if segment is None or segment.array is not array:  # several items were written in one call
+            segment = next(s for s in self.segments if s.array is array)
+        return segment
 
     def lease(self, array):
         """Base object for the tensors viewing `array` (a segment's): when they are all gone, this process no
         longer uses the segment."""
-        segment = self.last_taken
-        if segment is None or segment.array is not array:
-            segment = next(s for s in self.segments if s.array is array)
+        segment = self._segment_of(array)
         lease = _Lease(array)
         weakref.finalize(lease, _end_local_use, segment)
         return lease
@@ -740,7 +857,7 @@ class _SegmentPool:
             return None
         first = tensors[0].data_ptr()
         segment = next((s for s in self.segments if s.address <= first < s.address + s.array.size), None)
-        if segment is None or segment.handed:
+        if segment is None or segment.handed or segment.several:  # several items: released together only
             return None
         offsets = []
         for t in tensors:
@@ -785,6 +902,12 @@ class _WorkerGroup(list):
     __slots__ = ()
 
     def __reduce__(self):
+        pool = _worker_pool()
+        prepared = pool.prepared_payload(self)
+        if prepared is not None:  # written together into one segment: sent and released together
+            segment, entries_of_items = prepared
+            new, retired = pool.hand_over(segment)
+            return _unpack_segment, (pool.token, segment.id, new, retired, entries_of_items)
         return _unpack_group, ([item._payload() for item in self],)
 
 
@@ -810,9 +933,9 @@ class _WorkerItem(dict):
 
     def _payload(self):
         pool = _worker_pool()
-        prepared = pool.prepared_payload(self)
+        prepared = pool.prepared_payload([self])
         if prepared is not None:
-            segment, entries = prepared
+            segment, (entries,) = prepared
             new, retired = pool.hand_over(segment)
             return pool.token, segment.id, new, retired, entries
         tensors = [(k, v) for k, v in self.items() if isinstance(v, torch.Tensor) and v.layout == torch.strided
@@ -875,6 +998,12 @@ def _forget_exited_workers(token):
 def _unpack_item(token, segment_id, segment, retired, entries):
     """A _WorkerItem in the receiving process: a dict of tensors viewing the segment, which is released to
     the worker when all of them (and every view of them) are gone."""
+    return _unpack_segment(token, segment_id, segment, retired, [entries])[0]
+
+
+def _unpack_segment(token, segment_id, segment, retired, entries_of_items):
+    """The items a worker wrote into one segment, in the receiving process: dicts of tensors viewing the
+    segment, which is released to the worker when all of them (and every view of them) are gone."""
     for r in retired:
         _segments.pop((token, r), None)
     if isinstance(segment, tuple):  # (arena token, offset, size): a segment in this process's arena
@@ -895,14 +1024,18 @@ def _unpack_item(token, segment_id, segment, retired, entries):
                                "%d, which this process never received" % (segment_id, token[0])) from None
     lease = _Lease(array)
     weakref.finalize(lease, _release, array)
-    view = np.asarray(lease)  # every slice of it keeps `lease` alive
-    out = {}
-    for key, dtype, shape, offset, nbytes in entries:
-        if dtype is None:
-            out[key] = shape  # the value itself
-        else:
-            out[key] = torch.from_numpy(view[offset:offset + nbytes].view(dtype).reshape(shape))
-    return out
+    view = np.asarray(lease)  # every array made on it keeps `lease` alive
+    from_numpy, dtypes = torch.from_numpy, _DTYPES
+    items = _Minibatches()
+    for entries in entries_of_items:
+        out = {}
+        for key, dtype, shape, offset, nbytes in entries:
+            if dtype is None:
+                out[key] = shape  # the value itself
+            else:
+                out[key] = from_numpy(np.ndarray(shape, dtypes[dtype], view, offset))
+        items.append(out)
+    return items
 
 
 def _padded_rows(a, frame):
@@ -973,6 +1106,54 @@ def _as_is(item):
     return item
 
 
+def _by_bytes(items, limit):
+    """`items` cut into lists of up to GROUP_BYTES of tensors (the last item of each list crosses it) and `limit`
+    items, as _groups yields them."""
+    group, size = [], 0
+    for item in items:
+        group.append(item)
+        size += sum(t.numel() * t.element_size() for t in item.values() if isinstance(t, torch.Tensor))
+        if size >= GROUP_BYTES or len(group) >= limit:
+            yield group, None
+            group, size = [], 0
+    if group:
+        yield group, None
+
+
+def _split_group(source, minibatch_size, sparse, as_indices, limit):
+    """Minibatches per group of workers that split minibatches: about GROUP_BYTES from the streams' shapes
+    (sparse streams counted at one entry per sample), at most `limit`; the same in every worker."""
+    per_sample = 0
+    for info in source.stream_infos():
+        size = np.dtype(info.dtype).itemsize
+        if not info.is_sparse or sparse == "dense":
+            per_sample += int(np.prod(info.shape)) * size
+        elif info.name in as_indices:
+            per_sample += 8
+        else:
+            per_sample += 8 + size
+        per_sample += 9  # mask and lengths
+    return max(1, min(limit, GROUP_BYTES // max(1, minibatch_size * per_sample)))
+
+
+def _chunk_count(reader):
+    """Chunks of the reader's first deserializer (its describe() lines: "N chunk(s)" per file; for a composite
+    reader the first deserializer's chunks are the ones randomized partitions own); a large number when it
+    does not say."""
+    lines = reader.describe()
+    count, seen = 0, 0
+    for line in lines:
+        if line.startswith("deserializer "):
+            seen += 1
+            if seen > 1:
+                break
+            continue
+        match = re.search(r"(\d+) chunk\(s\)", line)
+        if match:
+            count += int(match.group(1))
+    return count if count else 1 << 62
+
+
 class _GroupedDataset(IterableDataset):
     """What MinibatchLoader hands its DataLoader: the dataset's items, in a worker process sent several at a time
     (a _WorkerGroup of up to GROUP_BYTES or _GROUP_ITEMS); other attributes are the dataset's."""
@@ -988,20 +1169,14 @@ class _GroupedDataset(IterableDataset):
         return getattr(self.dataset, name)
 
     def __iter__(self):
-        items = iter(self.dataset)
-        if get_worker_info() is None or not self.group:
-            yield from items
+        if not self.group:
+            yield from self.dataset
             return
-        _worker_pool().max_segments = _MAX_SEGMENTS * _GROUP_ITEMS
-        group, size = _WorkerGroup(), 0
-        for item in items:
-            group.append(item)
-            size += sum(t.numel() * t.element_size() for t in item.values() if isinstance(t, torch.Tensor))
-            if size >= GROUP_BYTES or len(group) >= _GROUP_ITEMS:
-                yield group
-                group, size = _WorkerGroup(), 0
-        if group:
-            yield group
+        in_worker = get_worker_info() is not None
+        if in_worker:
+            _worker_pool().max_segments = 2 * _MAX_SEGMENTS  # a group is one segment
+        for items, _ in self.dataset._groups(_GROUP_ITEMS if in_worker else 0):
+            yield _WorkerGroup(items) if in_worker else _Minibatches(items)
 
 
 class MinibatchLoader(DataLoader):

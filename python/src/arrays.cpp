@@ -445,27 +445,41 @@ void write_class_indices(const StreamPlan& p, bool frame, int64_t pad, const std
   }
 }
 
-}  // namespace
-
-py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingMode mode, SparseItem sparse,
-                     size_t align, size_t header, const py::function& allocate,
-                     const std::map<std::string, int64_t>& class_pads) {
-  if (mode == PackingMode::kTruncated) throw std::invalid_argument("torch_item: truncated BPTT packing");
-  const bool frame = mode == PackingMode::kFrame;
-  const auto* deferred = static_cast<const pipeline::DeferredValues*>(minibatch->deferred_values.get());
-  std::vector<StreamPlan> streams(minibatch->streams.size());
+// Where every tensor of one item goes (offsets from the item's start) and what each stream needs to write it.
+struct ItemPlan {
+  std::shared_ptr<const Minibatch> minibatch;
+  const pipeline::DeferredValues* deferred = nullptr;
+  bool frame = false;
+  SparseItem sparse = SparseItem::kIndices;
+  std::vector<StreamPlan> streams;
   std::vector<Planned> plan;
+  size_t end = 0;  // bytes from the item's start to the end of its last tensor, rounded up to `align`
+};
+
+ItemPlan plan_item(std::shared_ptr<const Minibatch> minibatch, PackingMode mode, SparseItem sparse,
+                   size_t align, size_t header, const std::map<std::string, int64_t>& class_pads) {
+  if (mode == PackingMode::kTruncated) throw std::invalid_argument("torch_item: truncated BPTT packing");
+  ItemPlan item;
+  item.minibatch = std::move(minibatch);
+  item.frame = mode == PackingMode::kFrame;
+  item.sparse = sparse;
+  item.deferred = static_cast<const pipeline::DeferredValues*>(item.minibatch->deferred_values.get());
+  const bool frame = item.frame;
+  const auto* deferred = item.deferred;
+  std::vector<StreamPlan>& streams = item.streams;
+  std::vector<Planned>& plan = item.plan;
+  streams.resize(item.minibatch->streams.size());
   size_t end = header;
-  auto add = [&](std::string key, const char* dtype, std::vector<py::ssize_t> shape, size_t item) {
+  auto add = [&](std::string key, const char* dtype, std::vector<py::ssize_t> shape, size_t size) {
     Planned t{std::move(key), dtype, std::move(shape)};
     t.offset = end;
-    t.nbytes = product(t.shape) * item;
+    t.nbytes = product(t.shape) * size;
     end += (t.nbytes + align - 1) / align * align;
     plan.push_back(std::move(t));
   };
   for (size_t i = 0; i < streams.size(); ++i) {
     StreamPlan& p = streams[i];
-    const StreamBatch& b = minibatch->streams[i];
+    const StreamBatch& b = item.minibatch->streams[i];
     p.batch = &b;
     p.seqs = placed_sequences(b.layout);
     for (const Placed& s : p.seqs) {
@@ -479,21 +493,21 @@ py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingM
                                           : std::vector<py::ssize_t>{rows, steps};
     const std::string& name = b.info.name;
     const char* dtype = dtype_name(b.info.element_type);
-    const size_t item = element_size(b.info.element_type);
+    const size_t size = element_size(b.info.element_type);
     if (b.info.storage != StorageFormat::kSparseCsc) {
       std::vector<py::ssize_t> shape = lead;
       for (py::ssize_t d : numpy_sample_shape(b.info)) shape.push_back(d);
-      add(name, dtype, shape, item);
+      add(name, dtype, shape, size);
     } else if (sparse == SparseItem::kDense) {
       std::vector<py::ssize_t> shape = lead;
       shape.push_back(static_cast<py::ssize_t>(b.info.sample_dim()));
-      add(name, dtype, shape, item);
+      add(name, dtype, shape, size);
     } else if (class_pads.count(name) != 0) {
       add(name, "int64", lead, sizeof(int64_t));
     } else {
       if (deferred != nullptr) {
-        p.width =
-            std::max(p.width, deferred_sparse_width(b.info, deferred->sequences.data[i], minibatch->keys));
+        p.width = std::max(p.width,
+                           deferred_sparse_width(b.info, deferred->sequences.data[i], item.minibatch->keys));
       } else {
         for_each_sample(p, frame, [&](size_t, size_t column) {
           p.width = std::max(p.width, static_cast<size_t>(b.col_starts[column + 1] - b.col_starts[column]));
@@ -502,115 +516,167 @@ py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingM
       std::vector<py::ssize_t> shape = lead;
       shape.push_back(static_cast<py::ssize_t>(p.width));
       add(name, "int64", shape, sizeof(int64_t));
-      add(name + "_values", dtype, shape, item);
+      add(name + "_values", dtype, shape, size);
     }
     if (!frame) {
       add(name + "_mask", "uint8", {rows, steps}, 1);
       add(name + "_lengths", "int64", {rows}, sizeof(int64_t));
     }
   }
+  item.end = end;
+  return item;
+}
 
-  py::object buffer = allocate(end);
+// Writes the item `item` plans at `base` (its start). Runs without the GIL.
+void write_item(const ItemPlan& item, unsigned char* base, const std::map<std::string, int64_t>& class_pads) {
+  const bool frame = item.frame;
+  const auto* deferred = item.deferred;
+  const std::vector<Planned>& plan = item.plan;
+  for (size_t i = 0; i < item.streams.size(); ++i) {
+    const StreamPlan& p = item.streams[i];
+    const StreamBatch& b = *p.batch;
+    const ElementType type = b.info.element_type;
+    const Planned& main = plan[p.first];
+    unsigned char* dst = base + main.offset;
+    size_t next = p.first + 1;
+    const std::vector<SequenceData>* from = deferred != nullptr ? &deferred->sequences.data[i] : nullptr;
+    if (b.info.storage != StorageFormat::kSparseCsc) {
+      const size_t bytes = b.info.sample_dim() * element_size(type);
+      if (from != nullptr) {
+        size_t out_row = 0;  // a sequence's samples lie together in both places: one copy each
+        for (size_t k = 0; k < p.seqs.size(); ++k) {
+          const Placed& s = p.seqs[k];
+          if (k + kAhead < p.seqs.size()) {
+            const Placed& later = p.seqs[k + kAhead];
+            prefetch_bytes((*from)[later.sequence_index].values, later.length() * bytes);
+          }
+          if (!frame) out_row = k * p.max_length;
+          std::memcpy(dst + out_row * bytes, (*from)[s.sequence_index].values, s.length() * bytes);
+          out_row += s.length();
+        }
+      } else {
+        for_each_sample(p, frame, [&](size_t out_row, size_t column) {
+          std::memcpy(dst + out_row * bytes, b.values.data() + column * bytes, bytes);
+        });
+      }
+      if (!frame) {  // zero the padding after each sequence (the buffer is not zeroed)
+        for (size_t k = 0; k < p.seqs.size(); ++k) {
+          const size_t length = p.seqs[k].length();
+          std::memset(dst + (k * p.max_length + length) * bytes, 0, (p.max_length - length) * bytes);
+        }
+      }
+    } else if (item.sparse == SparseItem::kDense) {
+      std::memset(dst, 0, main.nbytes);
+      if (from != nullptr) {
+        if (type == ElementType::kFloat) {
+          write_deferred_sparse_dense<float>(p, frame, *from, dst);
+        } else {
+          write_deferred_sparse_dense<double>(p, frame, *from, dst);
+        }
+      } else if (type == ElementType::kFloat) {
+        write_sparse_dense<float>(p, frame, dst);
+      } else {
+        write_sparse_dense<double>(p, frame, dst);
+      }
+    } else if (const auto pad = class_pads.find(b.info.name); pad != class_pads.end()) {
+      auto* out = reinterpret_cast<int64_t*>(dst);
+      const size_t count = main.nbytes / sizeof(int64_t);
+      const std::vector<std::string>& keys = item.minibatch->keys;
+      if (type == ElementType::kFloat) {
+        write_class_indices<float>(p, frame, pad->second, keys, from, out, count);
+      } else {
+        write_class_indices<double>(p, frame, pad->second, keys, from, out, count);
+      }
+    } else {
+      const Planned& values = plan[next++];
+      std::fill_n(reinterpret_cast<int64_t*>(dst), main.nbytes / sizeof(int64_t), int64_t{-1});
+      std::memset(base + values.offset, 0, values.nbytes);
+      if (from != nullptr) {
+        if (type == ElementType::kFloat) {
+          write_deferred_sparse_indices<float>(p, frame, *from, dst, base + values.offset);
+        } else {
+          write_deferred_sparse_indices<double>(p, frame, *from, dst, base + values.offset);
+        }
+      } else if (type == ElementType::kFloat) {
+        write_sparse_indices<float>(p, frame, dst, base + values.offset);
+      } else {
+        write_sparse_indices<double>(p, frame, dst, base + values.offset);
+      }
+    }
+    if (!frame) {
+      uint8_t* mask = base + plan[next].offset;
+      auto* lengths = reinterpret_cast<int64_t*>(base + plan[next + 1].offset);
+      std::memset(mask, 0, plan[next].nbytes);
+      for (size_t k = 0; k < p.seqs.size(); ++k) {
+        const Placed& s = p.seqs[k];
+        uint8_t* row = mask + k * p.max_length;
+        std::fill(row, row + s.length(), uint8_t{1});
+        if (s.t_begin >= 0 && s.length() > 0) row[0] = 2;
+        lengths[k] = static_cast<int64_t>(s.length());
+      }
+    }
+  }
+  // The values were copied from the chunks only now: an input cut meanwhile gave zeros it never held.
+  if (deferred != nullptr && deferred->check_inputs) deferred->check_inputs();
+}
+
+// (key, dtype name, shape, byte offset, nbytes) of every tensor of `item`, placed `shift` bytes into the
+// buffer.
+py::list item_entries(const ItemPlan& item, size_t shift) {
+  py::list entries;
+  for (const Planned& t : item.plan) {
+    py::tuple shape(t.shape.size());
+    for (size_t i = 0; i < t.shape.size(); ++i) shape[i] = t.shape[i];
+    entries.append(py::make_tuple(t.key, t.dtype, shape, shift + t.offset, t.nbytes));
+  }
+  return entries;
+}
+
+// allocate(nbytes) as a writable byte buffer of at least nbytes.
+unsigned char* allocated(const py::object& buffer, size_t nbytes) {
   py::buffer_info info = py::buffer(buffer).request(true);
-  if (info.ndim != 1 || info.itemsize != 1 || info.strides[0] != 1 || static_cast<size_t>(info.size) < end) {
+  if (info.ndim != 1 || info.itemsize != 1 || info.strides[0] != 1 ||
+      static_cast<size_t>(info.size) < nbytes) {
     throw std::invalid_argument(
         "torch_item: allocate() must return a contiguous byte buffer of the size asked");
   }
-  auto* base = static_cast<unsigned char*>(info.ptr);
+  return static_cast<unsigned char*>(info.ptr);
+}
+
+}  // namespace
+
+py::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingMode mode, SparseItem sparse,
+                     size_t align, size_t header, const py::function& allocate,
+                     const std::map<std::string, int64_t>& class_pads) {
+  const ItemPlan item = plan_item(minibatch, mode, sparse, align, header, class_pads);
+  py::object buffer = allocate(item.end);
+  unsigned char* base = allocated(buffer, item.end);
   {
     py::gil_scoped_release release;
-    for (size_t i = 0; i < streams.size(); ++i) {
-      const StreamPlan& p = streams[i];
-      const StreamBatch& b = *p.batch;
-      const ElementType type = b.info.element_type;
-      const Planned& main = plan[p.first];
-      unsigned char* dst = base + main.offset;
-      size_t next = p.first + 1;
-      const std::vector<SequenceData>* from = deferred != nullptr ? &deferred->sequences.data[i] : nullptr;
-      if (b.info.storage != StorageFormat::kSparseCsc) {
-        const size_t bytes = b.info.sample_dim() * element_size(type);
-        if (from != nullptr) {
-          size_t out_row = 0;  // a sequence's samples lie together in both places: one copy each
-          for (size_t k = 0; k < p.seqs.size(); ++k) {
-            const Placed& s = p.seqs[k];
-            if (k + kAhead < p.seqs.size()) {
-              const Placed& later = p.seqs[k + kAhead];
-              prefetch_bytes((*from)[later.sequence_index].values, later.length() * bytes);
-            }
-            if (!frame) out_row = k * p.max_length;
-            std::memcpy(dst + out_row * bytes, (*from)[s.sequence_index].values, s.length() * bytes);
-            out_row += s.length();
-          }
-        } else {
-          for_each_sample(p, frame, [&](size_t out_row, size_t column) {
-            std::memcpy(dst + out_row * bytes, b.values.data() + column * bytes, bytes);
-          });
-        }
-        if (!frame) {  // zero the padding after each sequence (the buffer is not zeroed)
-          for (size_t k = 0; k < p.seqs.size(); ++k) {
-            const size_t length = p.seqs[k].length();
-            std::memset(dst + (k * p.max_length + length) * bytes, 0, (p.max_length - length) * bytes);
-          }
-        }
-      } else if (sparse == SparseItem::kDense) {
-        std::memset(dst, 0, main.nbytes);
-        if (from != nullptr) {
-          if (type == ElementType::kFloat) {
-            write_deferred_sparse_dense<float>(p, frame, *from, dst);
-          } else {
-            write_deferred_sparse_dense<double>(p, frame, *from, dst);
-          }
-        } else if (type == ElementType::kFloat) {
-          write_sparse_dense<float>(p, frame, dst);
-        } else {
-          write_sparse_dense<double>(p, frame, dst);
-        }
-      } else if (const auto pad = class_pads.find(b.info.name); pad != class_pads.end()) {
-        auto* out = reinterpret_cast<int64_t*>(dst);
-        const size_t count = main.nbytes / sizeof(int64_t);
-        if (type == ElementType::kFloat) {
-          write_class_indices<float>(p, frame, pad->second, minibatch->keys, from, out, count);
-        } else {
-          write_class_indices<double>(p, frame, pad->second, minibatch->keys, from, out, count);
-        }
-      } else {
-        const Planned& values = plan[next++];
-        std::fill_n(reinterpret_cast<int64_t*>(dst), main.nbytes / sizeof(int64_t), int64_t{-1});
-        std::memset(base + values.offset, 0, values.nbytes);
-        if (from != nullptr) {
-          if (type == ElementType::kFloat) {
-            write_deferred_sparse_indices<float>(p, frame, *from, dst, base + values.offset);
-          } else {
-            write_deferred_sparse_indices<double>(p, frame, *from, dst, base + values.offset);
-          }
-        } else if (type == ElementType::kFloat) {
-          write_sparse_indices<float>(p, frame, dst, base + values.offset);
-        } else {
-          write_sparse_indices<double>(p, frame, dst, base + values.offset);
-        }
-      }
-      if (!frame) {
-        uint8_t* mask = base + plan[next].offset;
-        auto* lengths = reinterpret_cast<int64_t*>(base + plan[next + 1].offset);
-        std::memset(mask, 0, plan[next].nbytes);
-        for (size_t k = 0; k < p.seqs.size(); ++k) {
-          const Placed& s = p.seqs[k];
-          uint8_t* row = mask + k * p.max_length;
-          std::fill(row, row + s.length(), uint8_t{1});
-          if (s.t_begin >= 0 && s.length() > 0) row[0] = 2;
-          lengths[k] = static_cast<int64_t>(s.length());
-        }
-      }
-    }
-    // The values were copied from the chunks only now: an input cut meanwhile gave zeros it never held.
-    if (deferred != nullptr && deferred->check_inputs) deferred->check_inputs();
+    write_item(item, base, class_pads);
+  }
+  return py::make_tuple(buffer, item_entries(item, 0));
+}
+
+py::tuple torch_items(const std::vector<std::shared_ptr<const Minibatch>>& minibatches, PackingMode mode,
+                      SparseItem sparse, size_t align, size_t header, const py::function& allocate,
+                      const std::map<std::string, int64_t>& class_pads) {
+  std::vector<ItemPlan> items;
+  std::vector<size_t> starts;
+  size_t end = header;
+  for (const auto& minibatch : minibatches) {
+    items.push_back(plan_item(minibatch, mode, sparse, align, 0, class_pads));
+    starts.push_back(end);
+    end += items.back().end;  // a multiple of align: every item starts aligned
+  }
+  py::object buffer = allocate(end);
+  unsigned char* base = allocated(buffer, end);
+  {
+    py::gil_scoped_release release;
+    for (size_t i = 0; i < items.size(); ++i) write_item(items[i], base + starts[i], class_pads);
   }
   py::list entries;
-  for (const Planned& t : plan) {
-    py::tuple shape(t.shape.size());
-    for (size_t i = 0; i < t.shape.size(); ++i) shape[i] = t.shape[i];
-    entries.append(py::make_tuple(t.key, t.dtype, shape, t.offset, t.nbytes));
-  }
+  for (size_t i = 0; i < items.size(); ++i) entries.append(item_entries(items[i], starts[i]));
   return py::make_tuple(buffer, entries);
 }
 

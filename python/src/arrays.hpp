@@ -18,6 +18,8 @@
 
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cntkio/minibatch.hpp"
 
@@ -48,5 +50,13 @@ enum class SparseItem { kIndices, kDense };
 pybind11::tuple torch_item(const std::shared_ptr<const Minibatch>& minibatch, PackingMode mode,
                            SparseItem sparse, size_t align, size_t header, const pybind11::function& allocate,
                            const std::map<std::string, int64_t>& class_pads = {});
+
+/// torch_item for several minibatches written into ONE buffer (one `allocate` call): the first item starts at
+/// `header`, each later one at the end of the one before (a multiple of `align`). Returns (buffer, [entries
+/// of each item]), offsets counted from the buffer's start.
+pybind11::tuple torch_items(const std::vector<std::shared_ptr<const Minibatch>>& minibatches,
+                            PackingMode mode, SparseItem sparse, size_t align, size_t header,
+                            const pybind11::function& allocate,
+                            const std::map<std::string, int64_t>& class_pads = {});
 
 }  // namespace cntkio::python

@@ -251,6 +251,68 @@ class Reader {
     return wrap(got, std::move(minibatch));
   }
 
+  // Up to `count` minibatches of next_v2 written by torch_items into one buffer (one `allocate` call):
+  // (buffer, [(entries, state JSON or None, end_of_sweep) per minibatch]), fewer at the end of the data, and
+  // (None, []) when there is none. One call for several minibatches: a Python call per minibatch costs as
+  // much as reading a small one.
+  py::tuple next_torch_items(size_t count, size_t minibatch_size, size_t num_partitions,
+                             size_t partition_index, bool sparse_as_dense, size_t align, size_t header,
+                             const py::function& allocate,
+                             const std::map<std::string, int64_t>& class_indices, bool with_state) {
+    check_process();
+    std::vector<std::shared_ptr<const Minibatch>> minibatches;
+    std::vector<std::string> states;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (minibatches.size() < count) {
+        auto minibatch = std::make_shared<Minibatch>();
+        if (!live().next_minibatch_v2(minibatch_size, num_partitions, partition_index, *minibatch)) break;
+        minibatches.push_back(std::move(minibatch));
+        if (with_state) states.push_back(live().state().to_json());
+      }
+    }
+    if (minibatches.empty()) return py::make_tuple(py::none(), py::list());
+    py::tuple written =
+        python::torch_items(minibatches, mode_, sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
+                            align, header, allocate, class_indices);
+    py::list entries = written[1];
+    py::list out;
+    for (size_t i = 0; i < minibatches.size(); ++i) {
+      out.append(py::make_tuple(entries[i],
+                                with_state ? py::object(py::str(states[i])) : py::object(py::none()),
+                                minibatches[i]->end_of_sweep));
+    }
+    return py::make_tuple(written[0], out);
+  }
+
+  // Reads up to `count` minibatches of next_v2 and drops them: (minibatches read, whether one of them ended a
+  // sweep). A DataLoader worker that leaves minibatches to the other workers advances past them so.
+  py::tuple skip_v2(size_t count, size_t minibatch_size, size_t num_partitions, size_t partition_index) {
+    check_process();
+    size_t read = 0;
+    bool end_of_sweep = false;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      Minibatch minibatch;
+      while (read < count &&
+             live().next_minibatch_v2(minibatch_size, num_partitions, partition_index, minibatch)) {
+        ++read;
+        end_of_sweep = end_of_sweep || minibatch.end_of_sweep;
+      }
+    }
+    return py::make_tuple(read, end_of_sweep);
+  }
+
+  // MinibatchSource::describe(): per deserializer a line with its type, then what it reads ("N chunk(s),
+  // ...").
+  std::vector<std::string> describe() const {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return live().describe();
+  }
+
   bool defer_values(bool on) {
     check_process();
     py::gil_scoped_release release;
@@ -434,6 +496,13 @@ PYBIND11_MODULE(_core, m) {
       .def("set_v2_limits", &Reader::set_v2_limits, py::arg("max_samples"), py::arg("max_sweeps"))
       .def("next_v2", &Reader::next_v2, py::arg("minibatch_size"), py::arg("num_partitions"),
            py::arg("partition_index"))
+      .def("next_torch_items", &Reader::next_torch_items, py::arg("count"), py::arg("minibatch_size"),
+           py::arg("num_partitions"), py::arg("partition_index"), py::arg("sparse_as_dense"),
+           py::arg("align"), py::arg("header"), py::arg("allocate"), py::arg("class_indices"),
+           py::arg("with_state"))
+      .def("skip_v2", &Reader::skip_v2, py::arg("count"), py::arg("minibatch_size"),
+           py::arg("num_partitions"), py::arg("partition_index"))
+      .def("describe", &Reader::describe)
       .def("defer_values", &Reader::defer_values, py::arg("on"),
            "Later minibatches leave their values in the loaded chunks until torch_item writes them (once); "
            "their stream arrays are then unavailable. False where the packing cannot (truncated BPTT).")

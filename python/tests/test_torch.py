@@ -164,7 +164,8 @@ def test_worker_items_equal_the_same_partitions_read_in_process(data, sparse, ke
     expected = expected_items(factory, sparse)
     kept, segments = [], set()
     earlier = set(cntkio.torch._segments)  # those of earlier tests' workers, forgotten lazily
-    loader = DataLoader(cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse), batch_size=None, num_workers=2)
+    loader = DataLoader(cntkio.torch.MinibatchDataset(factory, 10, sparse=sparse, worker_split="chunks"),
+                        batch_size=None, num_workers=2)
     for k, item in enumerate(loader):
         assert_same_item(item, expected.pop(ids_of(item)[0][0]))
         if keep and k % keep == 0:
@@ -186,7 +187,7 @@ def test_items_kept_from_an_epoch_survive_the_next_epochs_workers(data, fresh_ar
     """The next epoch's workers take over the arena slots of the last and must not write into segments whose
     items the training loop still holds."""
     factory = functools.partial(file_order_source, data)
-    dataset = cntkio.torch.MinibatchDataset(factory, 10)
+    dataset = cntkio.torch.MinibatchDataset(factory, 10, worker_split="chunks")
     loader = DataLoader(dataset, batch_size=None, num_workers=2)
     kept = [(item, {key: tensor.clone() for key, tensor in item.items()}) for item in loader]
     before = arena_segments()
@@ -210,7 +211,8 @@ def test_two_loaders_at_once_write_into_separate_arena_slots(data, tmp_path, fre
     other = write_ctf(tmp_path / "other.ctf", [1 + (i + 1) % 4 for i in range(N)])
     factories = [functools.partial(file_order_source, path) for path in (data, other)]
     expected = [expected_items(f, "indices") for f in factories]
-    loaders = [DataLoader(cntkio.torch.MinibatchDataset(f, 10), batch_size=None, num_workers=2) for f in factories]
+    loaders = [DataLoader(cntkio.torch.MinibatchDataset(f, 10, worker_split="chunks"), batch_size=None, num_workers=2)
+               for f in factories]
     for a, b in zip(*loaders):
         assert_same_item(a, expected[0].pop(ids_of(a)[0][0]))
         assert_same_item(b, expected[1].pop(ids_of(b)[0][0]))
@@ -257,7 +259,9 @@ def test_items_written_by_the_module_equal_the_conversion_of_minibatch_data(tmp_
         batch = source._reader.next_v2(7, 1, 0)
         if batch is None:
             break
-        got = dataset._item(batch, source, None)
+        buffer, entries = batch.torch_item(sparse == "dense", cntkio.torch._ALIGN, cntkio.torch._ALIGN,
+                                           cntkio.torch._allocate, {})
+        got = dataset._item(buffer, entries, source, None)
         want = dataset._tensors(source._wrap(batch), {})
         assert list(got) == list(want)
         for key, tensor in want.items():
@@ -421,7 +425,7 @@ class ChangingDataset(cntkio.torch.MinibatchDataset):
 def test_items_changed_in_the_worker_arrive_as_changed(data):
     factory = functools.partial(file_order_source, data)
     expected = expected_items(factory, "indices")
-    loader = DataLoader(ChangingDataset(factory, 10), batch_size=None, num_workers=2)
+    loader = DataLoader(ChangingDataset(factory, 10, worker_split="chunks"), batch_size=None, num_workers=2)
     for item in loader:
         want = expected.pop(ids_of(item)[0][0])
         assert item.pop("note") == "changed"

@@ -122,14 +122,17 @@ def test_one_hot_streams_come_as_class_indices_with_padding(tmp_path, pad):
         for row, (seq, n) in enumerate(zip(item["features"][:, 0, 0].long().tolist(), item["labels_lengths"])):
             assert labels[row, :n].tolist() == [(seq + t) % 5 for t in range(n)]
             assert labels[row, n:].tolist() == [pad] * (labels.shape[1] - n)
-    # the same through worker processes and MinibatchLoader: each partition's items as read in process
+    # the same through worker processes and MinibatchLoader, split by chunks (each partition's items as read in
+    # process) and by minibatches (the items of one process)
     factory = functools.partial(make_source, path)
-    sent = list(cntkio.torch.MinibatchLoader(cntkio.torch.MinibatchDataset(factory, 10, as_indices={"labels": pad}),
-                                             num_workers=2))
+    sent = list(cntkio.torch.MinibatchLoader(cntkio.torch.MinibatchDataset(factory, 10, as_indices={"labels": pad},
+                                                                           worker_split="chunks"), num_workers=2))
     by_first = {int(item["features"][0, 0, 0]): item for p in range(2) for item in
                 cntkio.torch.MinibatchDataset(factory, 10, rank=p, world_size=2, as_indices={"labels": pad})}
     same_items(sent, [by_first.pop(int(item["features"][0, 0, 0])) for item in sent])
     assert not by_first
+    dataset = cntkio.torch.MinibatchDataset(factory, 10, as_indices={"labels": pad}, worker_split="minibatches")
+    same_items(list(cntkio.torch.MinibatchLoader(dataset, num_workers=2)), items)
 
 
 def test_class_indices_in_frame_mode_have_one_per_sample(tmp_path):
