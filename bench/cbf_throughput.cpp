@@ -5,6 +5,12 @@
 //   cbf   make_cbf_deserializer() + load_chunk() of every chunk + reading every value (and every sparse index
 //         and nnz count) through Chunk::get_sequence, summed so nothing can be optimised away;
 //   cat   open() + read() of the whole file in 128 KiB blocks into one buffer, as cat(1) does, nothing else.
+//   gather  the least a randomized reader must do: with every chunk loaded (untimed), visit the sequences in
+//         a random order (one permutation of all of them, as the default window of the block randomizer
+//         allows), prefetch 16 sequences ahead (Chunk::prefetch_sequence) and copy each one's values,
+//         indices and counts (get_sequence's views) into a 64 KiB buffer, as a packer copies them into a
+//         minibatch. Sequential cat reads pages in order; a randomized reader cannot, so gather/cat is the
+//         ceiling of `cntkio bench` / cat on this machine.
 // Each figure is the median of --reps repetitions; MB = 10^6 bytes of the CBF file. The ratio cbf/cat is
 // printed with its target (>= 0.5). The values read from the CBF file are checked against one (untimed)
 // pass of the CTF reader over the source text: same count, same index sum, same value sum.
@@ -21,8 +27,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -191,6 +200,57 @@ uint64_t cat_file(const std::string& path, std::vector<char>& buffer) {
   return total;
 }
 
+// See the file comment: returns the seconds of the randomized gather and the bytes it copied.
+std::pair<Seconds, uint64_t> run_gather(const std::string& path) {
+  cntkio::CbfOptions options;
+  options.file = path;
+  options.trace_level = 0;
+  std::shared_ptr<cntkio::Deserializer> d = cntkio::make_cbf_deserializer(options);
+  const std::vector<cntkio::StreamInfo>& streams = d->streams();
+  std::vector<cntkio::ChunkPtr> chunks;
+  std::vector<std::pair<uint32_t, uint32_t>> order;  // (chunk, sequence in chunk)
+  for (const cntkio::ChunkInfo& info : d->chunk_infos()) {
+    chunks.push_back(d->load_chunk(info.id));
+    for (uint32_t i = 0; i < info.number_of_sequences; ++i)
+      order.emplace_back(static_cast<uint32_t>(chunks.size() - 1), i);
+  }
+  std::mt19937_64 engine(1);
+  std::shuffle(order.begin(), order.end(), engine);
+  std::vector<unsigned char> out(64 << 10);
+  std::vector<cntkio::SequenceData> data;
+  constexpr size_t kAhead = 16;
+  uint64_t copied = 0;
+  size_t at = 0;
+  auto copy = [&](const void* from, size_t bytes) {
+    if (bytes > out.size()) out.resize(bytes);
+    if (at + bytes > out.size()) at = 0;  // the next minibatch's buffer
+    std::memcpy(out.data() + at, from, bytes);
+    at += bytes;
+    copied += bytes;
+  };
+  const Stopwatch watch;
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k + kAhead < order.size())
+      chunks[order[k + kAhead].first]->prefetch_sequence(order[k + kAhead].second);
+    data.clear();
+    chunks[order[k].first]->get_sequence(order[k].second, data);
+    for (size_t s = 0; s < streams.size(); ++s) {
+      const cntkio::SequenceData& sd = data[s];
+      const size_t element = cntkio::element_size(streams[s].element_type);
+      if (streams[s].storage == cntkio::StorageFormat::kSparseCsc) {
+        copy(sd.values, sd.total_nnz * element);
+        copy(sd.indices, sd.total_nnz * sizeof(int32_t));
+        copy(sd.nnz_counts, sd.number_of_samples * sizeof(uint32_t));
+      } else {
+        copy(sd.values, static_cast<size_t>(sd.number_of_samples) * streams[s].sample_dim() * element);
+      }
+    }
+  }
+  const Seconds seconds = watch.elapsed();
+  if (copied == 0 || out[0] == 0xFF) std::fprintf(stderr, "gather copied %llu bytes\n", 0ULL);  // keep `out`
+  return {seconds, copied};
+}
+
 struct Result {
   std::string name;
   uint64_t ctf_bytes = 0;
@@ -201,6 +261,7 @@ struct Result {
   double convert_s = 0;
   double cbf_mbs = 0;
   double cat_mbs = 0;
+  double gather_mbs = 0;  // MB of the CBF file per second of the randomized gather
   double ratio = 0;
   double cbf_cpu_mbs = 0;
   double cat_cpu_mbs = 0;
@@ -253,7 +314,7 @@ Result measure(const std::string& name, const fs::path& dir, double scale, bool 
 
   std::vector<char> buffer(128 << 10);
   cat_file(cbf, buffer);  // into the page cache
-  std::vector<double> cbf_s, cat_s, cbf_cpu_s, cat_cpu_s;
+  std::vector<double> cbf_s, cat_s, cbf_cpu_s, cat_cpu_s, gather_s;
   CbfPass last;
   for (int rep = 0; rep < reps; ++rep) {
     last = run_cbf(cbf);
@@ -261,6 +322,7 @@ Result measure(const std::string& name, const fs::path& dir, double scale, bool 
     const uint64_t bytes = cat_file(cbf, buffer);
     const Seconds cat = watch.elapsed();
     if (bytes != r.cbf_bytes) throw std::runtime_error("cat read " + std::to_string(bytes) + " bytes");
+    gather_s.push_back(run_gather(cbf).first.wall);
     cbf_s.push_back(last.seconds.wall);
     cbf_cpu_s.push_back(last.seconds.cpu);
     cat_s.push_back(cat.wall);
@@ -271,6 +333,7 @@ Result measure(const std::string& name, const fs::path& dir, double scale, bool 
   const double mb = static_cast<double>(r.cbf_bytes) / 1e6;
   r.cbf_mbs = mb / median(cbf_s);
   r.cat_mbs = mb / median(cat_s);
+  r.gather_mbs = mb / median(gather_s);
   r.ratio = r.cbf_mbs / r.cat_mbs;
   r.cbf_cpu_mbs = mb / median(cbf_cpu_s);
   r.cat_cpu_mbs = mb / median(cat_cpu_s);
@@ -304,14 +367,16 @@ void print_table(const std::vector<Result>& results, int reps) {
       "bytes "
       "of the CBF file)\n\n",
       reps);
-  std::printf("%-10s %8s %8s %6s %10s %11s %10s %10s %6s %6s %7s\n", "dataset", "CTF MB", "CBF MB", "chunks",
-              "sequences", "values", "cbf MB/s", "cat MB/s", "ratio", "(cpu)", "target");
+  std::printf("%-10s %8s %8s %6s %10s %11s %10s %10s %6s %6s %7s %12s %13s\n", "dataset", "CTF MB", "CBF MB",
+              "chunks", "sequences", "values", "cbf MB/s", "cat MB/s", "ratio", "(cpu)", "target",
+              "gather MB/s", "gather / cat");
   for (const Result& r : results) {
-    std::printf("%-10s %8.1f %8.1f %6llu %10llu %11llu %10.0f %10.0f %5.2fx %5.2fx %7s %s\n", r.name.c_str(),
-                static_cast<double>(r.ctf_bytes) / 1e6, static_cast<double>(r.cbf_bytes) / 1e6,
-                static_cast<unsigned long long>(r.chunks), static_cast<unsigned long long>(r.sequences),
-                static_cast<unsigned long long>(r.values), r.cbf_mbs, r.cat_mbs, r.ratio, r.cpu_ratio,
-                ">=0.5x", r.ratio >= kTarget ? "met" : "MISSED");
+    std::printf("%-10s %8.1f %8.1f %6llu %10llu %11llu %10.0f %10.0f %5.2fx %5.2fx %7s %-6s %12.0f %12.2fx\n",
+                r.name.c_str(), static_cast<double>(r.ctf_bytes) / 1e6,
+                static_cast<double>(r.cbf_bytes) / 1e6, static_cast<unsigned long long>(r.chunks),
+                static_cast<unsigned long long>(r.sequences), static_cast<unsigned long long>(r.values),
+                r.cbf_mbs, r.cat_mbs, r.ratio, r.cpu_ratio, ">=0.5x", r.ratio >= kTarget ? "met" : "MISSED",
+                r.gather_mbs, r.gather_mbs / r.cat_mbs);
   }
   std::printf(
       "\ncbf = make_cbf_deserializer + load_chunk of every chunk + reading every value, sparse index and nnz "
@@ -331,11 +396,11 @@ void print_json(const std::vector<Result>& results, int reps) {
         "\"values\":%llu,"
         "\"reps\":%d,\"cbf_mb_s\":%.1f,\"cat_mb_s\":%.1f,\"ratio\":%.3f,\"cbf_cpu_mb_s\":%.1f,\"cat_cpu_mb_"
         "s\":%.1f,"
-        "\"cpu_ratio\":%.3f,\"target\":%.1f,\"target_met\":%s,\"checks_ok\":%s}\n",
+        "\"cpu_ratio\":%.3f,\"gather_mb_s\":%.1f,\"target\":%.1f,\"target_met\":%s,\"checks_ok\":%s}\n",
         r.name.c_str(), static_cast<unsigned long long>(r.ctf_bytes),
         static_cast<unsigned long long>(r.cbf_bytes), static_cast<unsigned long long>(r.chunks),
         static_cast<unsigned long long>(r.sequences), static_cast<unsigned long long>(r.values), reps,
-        r.cbf_mbs, r.cat_mbs, r.ratio, r.cbf_cpu_mbs, r.cat_cpu_mbs, r.cpu_ratio, kTarget,
+        r.cbf_mbs, r.cat_mbs, r.ratio, r.cbf_cpu_mbs, r.cat_cpu_mbs, r.cpu_ratio, r.gather_mbs, kTarget,
         r.ratio >= kTarget ? "true" : "false", r.checks_ok ? "true" : "false");
   }
 }
