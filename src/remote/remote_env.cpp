@@ -1,0 +1,478 @@
+// The remote Env: http://, https:// and s3:// paths read with ranged GETs (docs/remote-data.md). A file is
+// read in blocks (RemoteSettings::block_size) kept in a cache of bounded size shared by every remote file of
+// the process; a read fetches the blocks it lacks in parallel, and reads that walk forward fetch the next
+// blocks ahead. Every response must carry the ETag and size the file had when it was opened: a file changed
+// under its reader is an IoError, never a mix of two versions. Remote paths are read-only.
+#include "remote/remote_env.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <list>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+
+#include "cntkio/env.hpp"
+#include "cntkio/errors.hpp"
+#include "remote/http_client.hpp"
+
+namespace cntkio::remote {
+namespace {
+
+using Block = std::shared_ptr<const std::string>;
+
+// Limits the GETs in flight of the whole process.
+class Semaphore {
+ public:
+  explicit Semaphore(unsigned count) : count_(count) {}
+  void acquire() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return count_ > 0; });
+    --count_;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++count_;
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  unsigned count_;
+};
+
+// Fetched blocks by (URL, ETag, block number), least recently used evicted first once they hold more than
+// the bound. A block being fetched counts with the size it will have.
+class BlockCache {
+ public:
+  explicit BlockCache(uint64_t bound) : bound_(bound) {}
+
+  struct Key {
+    std::string url;
+    std::string etag;
+    uint64_t block;
+    bool operator<(const Key& o) const {
+      return std::tie(url, etag, block) < std::tie(o.url, o.etag, o.block);
+    }
+  };
+
+  // The block's future, and whether the caller must start its fetch (fulfil `promise`).
+  std::shared_future<Block> find_or_claim(const Key& key, uint64_t bytes, std::promise<Block>& promise,
+                                          bool& claimed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      claimed = false;
+      return it->second.future;
+    }
+    claimed = true;
+    std::shared_future<Block> future = promise.get_future().share();
+    lru_.push_front(key);
+    entries_.emplace(key, Entry{future, bytes, lru_.begin()});
+    held_ += bytes;
+    while (held_ > bound_ && lru_.size() > 1) evict(lru_.back());
+    return future;
+  }
+
+  bool contains(const Key& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.count(key) != 0;
+  }
+
+  // Drops a block whose fetch failed, so that a later read tries again.
+  void forget(const Key& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (entries_.count(key)) evict(key);
+  }
+
+  uint64_t held() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return held_;
+  }
+
+ private:
+  struct Entry {
+    std::shared_future<Block> future;
+    uint64_t bytes;
+    std::list<Key>::iterator lru;
+  };
+  void evict(const Key& key) {
+    auto it = entries_.find(key);
+    held_ -= it->second.bytes;
+    lru_.erase(it->second.lru);
+    entries_.erase(it);
+  }
+
+  std::mutex mutex_;
+  uint64_t bound_;
+  uint64_t held_ = 0;
+  std::list<Key> lru_;
+  std::map<Key, Entry> entries_;
+};
+
+// Percent-encodes an S3 key (its '/' kept).
+std::string encode_key(std::string_view key) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : key) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string xml_unescape(std::string text) {
+  static const std::pair<const char*, const char*> entities[] = {
+      {"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}};
+  for (const auto& [from, to] : entities) {
+    for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += std::strlen(to)) {
+      text.replace(at, std::strlen(from), to);
+    }
+  }
+  return text;
+}
+
+// The texts of every <tag>...</tag> in `xml` (S3's listings: no nesting of the same tag).
+std::vector<std::string> xml_values(const std::string& xml, const std::string& tag) {
+  std::vector<std::string> out;
+  const std::string open = "<" + tag + ">";
+  const std::string close = "</" + tag + ">";
+  for (size_t at = 0; (at = xml.find(open, at)) != std::string::npos;) {
+    const size_t start = at + open.size();
+    const size_t end = xml.find(close, start);
+    if (end == std::string::npos) break;
+    out.push_back(xml_unescape(xml.substr(start, end - start)));
+    at = end + close.size();
+  }
+  return out;
+}
+
+class RemoteEnv;
+
+// What a block's fetch needs: shared with the fetches in flight, which may outlive the file.
+struct Target {
+  std::shared_ptr<RemoteEnv> env;
+  std::string path;
+  std::string url;
+  bool s3 = false;
+  FileIdentity identity;
+};
+
+Block fetch_block(const Target& target, uint64_t number);
+
+class RemoteFile final : public RandomAccessFile {
+ public:
+  explicit RemoteFile(std::shared_ptr<const Target> target) : target_(std::move(target)) {}
+
+  const std::string& path() const override { return target_->path; }
+  const FileIdentity& identity() const override { return target_->identity; }
+  size_t read_at(uint64_t offset, void* buffer, size_t n) const override;
+  uint64_t current_size() const override;
+
+ private:
+  std::shared_future<Block> block(uint64_t number) const;
+
+  std::shared_ptr<const Target> target_;
+  mutable std::mutex mutex_;
+  mutable uint64_t next_forward_ = 0;  // where a read that walks forward starts next
+};
+
+class RemoteSequentialFile final : public SequentialFile {
+ public:
+  explicit RemoteSequentialFile(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}
+  const std::string& path() const override { return file_->path(); }
+  size_t read(void* buffer, size_t n) override {
+    const size_t got = file_->read_at(position_, buffer, n);
+    position_ += got;
+    return got;
+  }
+  void skip(uint64_t n) override { position_ = std::min(file_->size(), position_ + n); }
+
+ private:
+  std::unique_ptr<RandomAccessFile> file_;
+  uint64_t position_ = 0;
+};
+
+class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEnv> {
+ public:
+  RemoteEnv()
+      : client_(RemoteSettings::from_environment(), S3Settings::from_environment()),
+        cache_(client_.settings().cache_bytes),
+        slots_(client_.settings().parallel) {}
+
+  HttpClient& client() { return client_; }
+  BlockCache& cache() { return cache_; }
+  Semaphore& slots() { return slots_; }
+
+  // The http(s) URL of `path`, and whether it is signed as S3.
+  std::string url_of(const std::string& path, bool& s3) const {
+    s3 = Env::url_scheme(path) == "s3";
+    if (!s3) return path;
+    const std::string rest = path.substr(5);
+    const size_t slash = rest.find('/');
+    const std::string bucket = rest.substr(0, slash);
+    const std::string key = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    if (bucket.empty()) throw UsageError("'" + path + "' names no bucket (s3://bucket/key)");
+    const S3Settings& s = client_.s3();
+    if (!s.endpoint.empty()) return s.endpoint + "/" + bucket + "/" + encode_key(key);
+    return "https://" + bucket + ".s3." + s.region + ".amazonaws.com/" + encode_key(key);
+  }
+
+  // HEAD: the identity of the remote file. Throws IoError (ENOENT for 404 and 403 without a listing right).
+  FileIdentity head(const std::string& path, std::string_view open_failure) {
+    bool s3 = false;
+    Request request;
+    request.url = url_of(path, s3);
+    request.head = true;
+    request.sign_s3 = s3;
+    unsigned tries = 0;
+    const Response response = client_.perform(request, path, &tries);
+    if (response.status == 404) {
+      throw IoError(std::string(open_failure) + " (HTTP 404)", path, ENOENT);
+    }
+    if (response.status < 200 || response.status >= 300) {
+      throw IoError(std::string(open_failure) + " (HTTP " + std::to_string(response.status) +
+                        (tries > 1 ? ", after " + std::to_string(tries) + " tries)" : ")"),
+                    path, response.status == 403 ? EACCES : EIO);
+    }
+    FileIdentity identity;
+    identity.size = response.total_size;
+    identity.etag = response.etag;
+    identity.mtime_ns = response.mtime_s < 0 ? 0 : response.mtime_s * 1000000000;
+    identity.ctime_ns = identity.mtime_ns;
+    return identity;
+  }
+
+  std::unique_ptr<RandomAccessFile> new_random_access_file(const std::string& path,
+                                                           std::string_view open_failure) override {
+    if (path.find('\0') != std::string::npos) throw UsageError("a path holds a NUL byte");
+    bool s3 = false;
+    std::string url = url_of(path, s3);
+    if (url.back() == '/') throw IoError(std::string(open_failure) + " (a folder)", path, EISDIR);
+    auto target = std::make_shared<Target>();
+    target->identity = head(path, open_failure);
+    target->env = shared_from_this();
+    target->path = path;
+    target->url = std::move(url);
+    target->s3 = s3;
+    return std::make_unique<RemoteFile>(std::move(target));
+  }
+  std::unique_ptr<SequentialFile> new_sequential_file(const std::string& path) override {
+    return std::make_unique<RemoteSequentialFile>(new_random_access_file(path, "cannot open input file"));
+  }
+  std::unique_ptr<WritableFile> new_writable_file(const std::string& path,
+                                                  const WritableFileOptions&) override {
+    refuse_write(path);
+  }
+  bool file_exists(const std::string& path) override {
+    try {
+      head(path, "cannot find");
+      return true;
+    } catch (const IoError&) {
+      return is_dir(path);
+    }
+  }
+  FileIdentity file_identity(const std::string& path) override { return head(path, "cannot find"); }
+  std::vector<std::string> list_dir(const std::string& dir) override;
+  void remove_file(const std::string& path) override { refuse_write(path); }
+  void rename_file(const std::string&, const std::string& to) override { refuse_write(to); }
+  bool create_dir(const std::string& dir) override { refuse_write(dir); }
+  void remove_dir(const std::string& dir) override { refuse_write(dir); }
+  bool is_dir(const std::string& path) override {
+    if (Env::url_scheme(path) != "s3") return false;
+    try {
+      return !list_dir(path).empty();
+    } catch (const Error&) {
+      return false;
+    }
+  }
+  void sync_folder(const std::string& dir) override { refuse_write(dir); }
+  void sync_storage(const std::string& path) override { refuse_write(path); }
+
+ private:
+  [[noreturn]] static void refuse_write(const std::string& path) {
+    throw UsageError("cannot write '" + path +
+                     "': remote paths are read-only in cntkio (write to a local path; index caches of remote "
+                     "files are kept in the local cache folder, docs/remote-data.md)");
+  }
+
+  HttpClient client_;
+  BlockCache cache_;
+  Semaphore slots_;
+};
+
+std::vector<std::string> RemoteEnv::list_dir(const std::string& dir) {
+  if (Env::url_scheme(dir) != "s3") {
+    throw IoError(
+        "cannot list (an HTTP server gives no standard listing: name the files, or use a list file)", dir,
+        ENOTSUP);
+  }
+  const std::string rest = dir.substr(5);
+  const size_t slash = rest.find('/');
+  const std::string bucket = rest.substr(0, slash);
+  std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  if (!prefix.empty() && prefix.back() != '/') prefix.push_back('/');
+  const S3Settings& s = client_.s3();
+  const std::string base = !s.endpoint.empty() ? s.endpoint + "/" + bucket + "/"
+                                               : "https://" + bucket + ".s3." + s.region + ".amazonaws.com/";
+  std::vector<std::string> names;
+  std::string token;
+  for (;;) {
+    std::string query = "?delimiter=%2F&list-type=2&prefix=" + encode_key(prefix);
+    for (size_t at = 0; (at = query.find('/', at)) != std::string::npos;) query.replace(at, 1, "%2F");
+    if (!token.empty()) query = "?continuation-token=" + encode_key(token) + "&" + query.substr(1);
+    Request request;
+    request.url = base + query;
+    request.sign_s3 = true;
+    unsigned tries = 0;
+    const Response response = client_.perform(request, dir, &tries);
+    if (response.status == 404) throw IoError("cannot list (HTTP 404: no such bucket)", dir, ENOENT);
+    if (response.status != 200) {
+      throw IoError("cannot list (HTTP " + std::to_string(response.status) + ")", dir,
+                    response.status == 403 ? EACCES : EIO);
+    }
+    for (const std::string& key : xml_values(response.body, "Key")) {
+      if (key.size() > prefix.size()) names.push_back(key.substr(prefix.size()));
+    }
+    for (const std::string& common : xml_values(response.body, "Prefix")) {
+      if (common.size() > prefix.size() && common.back() == '/') {
+        names.push_back(common.substr(prefix.size(), common.size() - prefix.size() - 1));
+      }
+    }
+    const std::vector<std::string> next = xml_values(response.body, "NextContinuationToken");
+    const std::vector<std::string> truncated = xml_values(response.body, "IsTruncated");
+    if (next.empty() || truncated.empty() || truncated[0] != "true") break;
+    token = next[0];
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+Block fetch_block(const Target& target, uint64_t number) {
+  RemoteEnv& env_ = *target.env;
+  const std::string& path_ = target.path;
+  const FileIdentity& identity_ = target.identity;
+  const uint64_t block_size = env_.client().settings().block_size;
+  Request request;
+  request.url = target.url;
+  request.sign_s3 = target.s3;
+  request.has_range = true;
+  request.range_first = number * block_size;
+  request.range_last = std::min(identity_.size, request.range_first + block_size) - 1;
+  unsigned tries = 0;
+  env_.slots().acquire();
+  Response response;
+  try {
+    response = env_.client().perform(request, path_, &tries);
+  } catch (...) {
+    env_.slots().release();
+    throw;
+  }
+  env_.slots().release();
+  const std::string range = range_text(request.range_first, request.range_last);
+  const std::string after = tries > 1 ? " (after " + std::to_string(tries) + " tries)" : "";
+  if (response.status == 404) throw IoError("HTTP 404 reading " + range + after + " of", path_, ENOENT);
+  if (response.status != 206 && response.status != 200) {
+    throw IoError("HTTP " + std::to_string(response.status) + " reading " + range + after + " of", path_,
+                  response.status == 403 ? EACCES : EIO);
+  }
+  const uint64_t expected = request.range_last - request.range_first + 1;
+  const bool whole = response.status == 200;  // a server that ignores ranges sends the whole file
+  const uint64_t total = whole ? response.body.size() : response.total_size;
+  if (response.etag != identity_.etag || total != identity_.size) {
+    throw IoError("the remote file changed while being read (ETag " + identity_.etag + ", " +
+                      std::to_string(identity_.size) + " bytes when opened; now ETag " + response.etag +
+                      ", " + std::to_string(total) + " bytes) at " + range +
+                      "; nothing read from it since is used:",
+                  path_, ESTALE);
+  }
+  if (whole) return std::make_shared<const std::string>(response.body.substr(request.range_first, expected));
+  if (response.body.size() != expected) {
+    throw IoError(
+        "short response (" + std::to_string(response.body.size()) + " bytes) reading " + range + " of", path_,
+        EIO);
+  }
+  return std::make_shared<const std::string>(std::move(response.body));
+}
+
+std::shared_future<Block> RemoteFile::block(uint64_t number) const {
+  const Target& t = *target_;
+  const uint64_t block_size = t.env->client().settings().block_size;
+  const BlockCache::Key key{t.url, t.identity.etag, number};
+  std::promise<Block> promise;
+  bool claimed = false;
+  std::shared_future<Block> future = t.env->cache().find_or_claim(
+      key, std::min(block_size, t.identity.size - number * block_size), promise, claimed);
+  if (claimed) {
+    std::thread([target = target_, number, key, promise = std::move(promise)]() mutable {
+      try {
+        promise.set_value(fetch_block(*target, number));
+      } catch (...) {
+        target->env->cache().forget(key);
+        promise.set_exception(std::current_exception());
+      }
+    }).detach();
+  }
+  return future;
+}
+
+size_t RemoteFile::read_at(uint64_t offset, void* buffer, size_t n) const {
+  const FileIdentity& identity_ = target_->identity;
+  if (offset >= identity_.size || n == 0) return 0;
+  n = static_cast<size_t>(std::min<uint64_t>(n, identity_.size - offset));
+  const RemoteSettings& settings = target_->env->client().settings();
+  const uint64_t first = offset / settings.block_size;
+  const uint64_t last = (offset + n - 1) / settings.block_size;
+  const uint64_t blocks_in_file = (identity_.size + settings.block_size - 1) / settings.block_size;
+  bool forward = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forward = offset == next_forward_;
+    next_forward_ = offset + n;
+  }
+  std::vector<std::shared_future<Block>> needed;
+  for (uint64_t b = first; b <= last; ++b) needed.push_back(block(b));
+  if (forward) {  // read ahead: the next blocks, fetched while this read's are used
+    for (uint64_t b = last + 1; b <= last + settings.read_ahead && b < blocks_in_file; ++b) block(b);
+  }
+  char* out = static_cast<char*>(buffer);
+  for (uint64_t b = first; b <= last; ++b) {
+    const Block data = needed[b - first].get();
+    const uint64_t block_start = b * settings.block_size;
+    const uint64_t from = std::max(offset, block_start);
+    const uint64_t to = std::min<uint64_t>(offset + n, block_start + data->size());
+    std::memcpy(out + (from - offset), data->data() + (from - block_start), to - from);
+  }
+  return n;
+}
+
+uint64_t RemoteFile::current_size() const {
+  return target_->env->head(target_->path, "cannot find").size;
+}
+
+}  // namespace
+
+void register_remote_schemes() {
+  static const std::shared_ptr<Env> env = std::make_shared<RemoteEnv>();
+  Env::register_scheme("http", env);
+  Env::register_scheme("https", env);
+  Env::register_scheme("s3", env);
+}
+
+}  // namespace cntkio::remote
