@@ -56,6 +56,9 @@ class FileMapping {
   /// False once bytes of the mapping were found missing (the file was cut while mapped: the POSIX Env then
   /// shows zeros there instead of raising SIGBUS, docs/robustness.md): what was read from it may be wrong.
   virtual bool intact() const = 0;
+  /// Why the mapping is not intact, where the backend knows more than "the file was cut" (a remote block
+  /// that could not be fetched: the IoError's text); empty otherwise.
+  virtual std::string failure() const { return {}; }
 };
 
 /// A file open for positioned reads.

@@ -75,7 +75,10 @@ bool worth_retrying(long status) {
 
 RemoteSettings RemoteSettings::from_environment() {
   RemoteSettings s;
-  s.block_size = std::max<uint64_t>(4096, env_number("CNTKIO_REMOTE_BLOCK_SIZE", s.block_size));
+  // Whole pages: a lazy mapping fills a block at a time (lazy_mapping.hpp).
+  s.block_size =
+      std::max<uint64_t>(1, (env_number("CNTKIO_REMOTE_BLOCK_SIZE", s.block_size) + 4095) / 4096) * 4096;
+  s.map = env_number("CNTKIO_REMOTE_MAP", 1) != 0;
   s.cache_bytes = env_number("CNTKIO_REMOTE_CACHE_BYTES", s.cache_bytes);
   s.parallel = static_cast<unsigned>(std::max<uint64_t>(1, env_number("CNTKIO_REMOTE_PARALLEL", s.parallel)));
   s.read_ahead = static_cast<unsigned>(env_number("CNTKIO_REMOTE_READ_AHEAD", s.read_ahead));
@@ -109,8 +112,7 @@ struct HttpClient::Pool {
   std::vector<CURL*> idle;
 };
 
-HttpClient::HttpClient(RemoteSettings settings, S3Settings s3)
-    : settings_(settings), s3_(std::move(s3)), pool_(new Pool) {
+HttpClient::HttpClient(RemoteSettings settings) : settings_(settings), pool_(new Pool) {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
@@ -174,15 +176,16 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
     curl_slist* headers = nullptr;
     std::string userpwd;
     std::string sigv4;
-    if (request.sign_s3 && !s3_.access_key.empty()) {
-      sigv4 = "aws:amz:" + s3_.region + ":s3";
-      userpwd = s3_.access_key + ":" + s3_.secret_key;
+    const S3Settings aws = request.sign_s3 ? s3() : S3Settings{};
+    if (request.sign_s3 && !aws.access_key.empty()) {
+      sigv4 = "aws:amz:" + aws.region + ":s3";
+      userpwd = aws.access_key + ":" + aws.secret_key;
       curl_easy_setopt(handle, CURLOPT_AWS_SIGV4, sigv4.c_str());
       curl_easy_setopt(handle, CURLOPT_USERPWD, userpwd.c_str());
       // S3 wants the payload's hash; libcurl 7.88 does not send it, and signs it when it is given.
       headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-      if (!s3_.session_token.empty()) {
-        headers = curl_slist_append(headers, ("x-amz-security-token: " + s3_.session_token).c_str());
+      if (!aws.session_token.empty()) {
+        headers = curl_slist_append(headers, ("x-amz-security-token: " + aws.session_token).c_str());
       }
     }
     if (request.has_range) response.body.reserve(request.range_last - request.range_first + 1);
@@ -201,9 +204,9 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
   if (tries_out != nullptr) *tries_out = tries;
   if (code != CURLE_OK) {
     const std::string detail = error_text[0] != '\0' ? error_text : curl_easy_strerror(code);
-    throw IoError(
-        detail + what_range + " (after " + std::to_string(tries) + (tries == 1 ? " try)" : " tries)") + " of",
-        name, code == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO);
+    throw IoError(detail + (request.has_range ? ";" : "") + what_range + " (after " + std::to_string(tries) +
+                      (tries == 1 ? " try)" : " tries)") + " of",
+                  name, code == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO);
   }
   return response;
 }

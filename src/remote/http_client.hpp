@@ -17,6 +17,7 @@ struct RemoteSettings {
   unsigned tries = 4;                   ///< CNTKIO_REMOTE_TRIES: attempts of a request (5xx, 429, transport)
   unsigned backoff_ms = 100;            ///< CNTKIO_REMOTE_BACKOFF_MS: first wait before a retry, doubling
   unsigned timeout_s = 30;              ///< CNTKIO_REMOTE_TIMEOUT_S: connect timeout; a stalled transfer
+  bool map = true;  ///< CNTKIO_REMOTE_MAP: 0 = no lazy mappings (readers read whole files)
   static RemoteSettings from_environment();
 };
 
@@ -52,7 +53,7 @@ struct Request {
 
 class HttpClient {
  public:
-  HttpClient(RemoteSettings settings, S3Settings s3);
+  explicit HttpClient(RemoteSettings settings);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -63,12 +64,12 @@ class HttpClient {
   Response perform(const Request& request, const std::string& name, unsigned* tries_out = nullptr);
 
   const RemoteSettings& settings() const { return settings_; }
-  const S3Settings& s3() const { return s3_; }
+  /// The S3 settings now: the AWS_* variables are read at every request (credentials may be renewed).
+  static S3Settings s3() { return S3Settings::from_environment(); }
 
  private:
   struct Pool;
   RemoteSettings settings_;
-  S3Settings s3_;
   Pool* pool_;
 };
 

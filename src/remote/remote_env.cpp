@@ -21,6 +21,7 @@
 #include "cntkio/env.hpp"
 #include "cntkio/errors.hpp"
 #include "remote/http_client.hpp"
+#include "remote/lazy_mapping.hpp"
 
 namespace cntkio::remote {
 namespace {
@@ -183,6 +184,7 @@ class RemoteFile final : public RandomAccessFile {
   const FileIdentity& identity() const override { return target_->identity; }
   size_t read_at(uint64_t offset, void* buffer, size_t n) const override;
   uint64_t current_size() const override;
+  std::unique_ptr<FileMapping> map() const override;
 
  private:
   std::shared_future<Block> block(uint64_t number) const;
@@ -211,7 +213,7 @@ class RemoteSequentialFile final : public SequentialFile {
 class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEnv> {
  public:
   RemoteEnv()
-      : client_(RemoteSettings::from_environment(), S3Settings::from_environment()),
+      : client_(RemoteSettings::from_environment()),
         cache_(client_.settings().cache_bytes),
         slots_(client_.settings().parallel) {}
 
@@ -228,12 +230,13 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
     const std::string bucket = rest.substr(0, slash);
     const std::string key = slash == std::string::npos ? "" : rest.substr(slash + 1);
     if (bucket.empty()) throw UsageError("'" + path + "' names no bucket (s3://bucket/key)");
-    const S3Settings& s = client_.s3();
+    const S3Settings s = HttpClient::s3();
     if (!s.endpoint.empty()) return s.endpoint + "/" + bucket + "/" + encode_key(key);
     return "https://" + bucket + ".s3." + s.region + ".amazonaws.com/" + encode_key(key);
   }
 
-  // HEAD: the identity of the remote file. Throws IoError (ENOENT for 404 and 403 without a listing right).
+  // HEAD: the identity of the remote file. Throws IoError (ENOENT for 404 and
+  // 403 without a listing right).
   FileIdentity head(const std::string& path, std::string_view open_failure) {
     bool s3 = false;
     Request request;
@@ -307,7 +310,8 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
  private:
   [[noreturn]] static void refuse_write(const std::string& path) {
     throw UsageError("cannot write '" + path +
-                     "': remote paths are read-only in cntkio (write to a local path; index caches of remote "
+                     "': remote paths are read-only in cntkio (write to a local path; index "
+                     "caches of remote "
                      "files are kept in the local cache folder, docs/remote-data.md)");
   }
 
@@ -319,15 +323,16 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
 std::vector<std::string> RemoteEnv::list_dir(const std::string& dir) {
   if (Env::url_scheme(dir) != "s3") {
     throw IoError(
-        "cannot list (an HTTP server gives no standard listing: name the files, or use a list file)", dir,
-        ENOTSUP);
+        "cannot list (an HTTP server gives no standard listing: name the files, "
+        "or use a list file)",
+        dir, ENOTSUP);
   }
   const std::string rest = dir.substr(5);
   const size_t slash = rest.find('/');
   const std::string bucket = rest.substr(0, slash);
   std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
   if (!prefix.empty() && prefix.back() != '/') prefix.push_back('/');
-  const S3Settings& s = client_.s3();
+  const S3Settings s = HttpClient::s3();
   const std::string base = !s.endpoint.empty() ? s.endpoint + "/" + bucket + "/"
                                                : "https://" + bucket + ".s3." + s.region + ".amazonaws.com/";
   std::vector<std::string> names;
@@ -448,7 +453,8 @@ size_t RemoteFile::read_at(uint64_t offset, void* buffer, size_t n) const {
   }
   std::vector<std::shared_future<Block>> needed;
   for (uint64_t b = first; b <= last; ++b) needed.push_back(block(b));
-  if (forward) {  // read ahead: the next blocks, fetched while this read's are used
+  if (forward) {  // read ahead: the next blocks, fetched while this read's are
+                  // used
     for (uint64_t b = last + 1; b <= last + settings.read_ahead && b < blocks_in_file; ++b) block(b);
   }
   char* out = static_cast<char*>(buffer);
@@ -464,6 +470,19 @@ size_t RemoteFile::read_at(uint64_t offset, void* buffer, size_t n) const {
 
 uint64_t RemoteFile::current_size() const {
   return target_->env->head(target_->path, "cannot find").size;
+}
+
+std::unique_ptr<FileMapping> RemoteFile::map() const {
+  if (!target_->env->client().settings().map) return nullptr;
+  // The mapping's own reader: its forward walk (read-ahead) is apart from this file's reads.
+  auto reader = std::make_shared<RemoteFile>(target_);
+  return make_lazy_mapping(target_->identity.size, target_->env->client().settings().block_size,
+                           [reader](uint64_t offset, void* buffer, size_t n) {
+                             if (reader->read_at(offset, buffer, n) != n) {
+                               throw IoError("short read at byte " + std::to_string(offset) + " of",
+                                             reader->path(), EIO);
+                             }
+                           });
 }
 
 }  // namespace

@@ -1,0 +1,165 @@
+#include "remote/lazy_mapping.hpp"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cntkio/errors.hpp"
+
+namespace cntkio::remote {
+namespace {
+
+int open_userfaultfd() {
+  int fd = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+#ifdef UFFD_USER_MODE_ONLY
+  // Without the right to handle kernel faults (vm.unprivileged_userfaultfd = 0), user faults are enough:
+  // readers touch the mapping only with loads.
+  if (fd < 0) fd = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+#endif
+  return fd;
+}
+
+class LazyMapping final : public FileMapping {
+ public:
+  LazyMapping(uint64_t size, uint64_t block_size, BlockReader read)
+      : size_(size), block_size_(block_size), read_(std::move(read)) {}
+
+  bool start() {
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    if (block_size_ % page != 0) return false;
+    mapped_ = (size_ + page - 1) / page * page;
+    void* region =
+        ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (region == MAP_FAILED) return false;
+    base_ = static_cast<char*>(region);
+    uffd_ = open_userfaultfd();
+    if (uffd_ < 0) return false;
+    uffdio_api api{};
+    api.api = UFFD_API;
+    if (::ioctl(uffd_, UFFDIO_API, &api) != 0) return false;
+    uffdio_register reg{};
+    reg.range.start = reinterpret_cast<uint64_t>(base_);
+    reg.range.len = mapped_;
+    reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+    if (::ioctl(uffd_, UFFDIO_REGISTER, &reg) != 0) return false;
+    stop_ = ::eventfd(0, EFD_CLOEXEC);
+    if (stop_ < 0) return false;
+    filled_.assign((size_ + block_size_ - 1) / block_size_, false);
+    handler_ = std::thread([this] { serve(); });
+    return true;
+  }
+
+  ~LazyMapping() override {
+    if (handler_.joinable()) {
+      const uint64_t one = 1;
+      [[maybe_unused]] const ssize_t n = ::write(stop_, &one, sizeof one);
+      handler_.join();
+    }
+    if (base_ != nullptr) ::munmap(base_, mapped_);
+    if (uffd_ >= 0) ::close(uffd_);
+    if (stop_ >= 0) ::close(stop_);
+  }
+
+  const char* data() const override { return base_; }
+  size_t size() const override { return size_; }
+  bool intact() const override { return !broken_.load(); }
+  std::string failure() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failure_;
+  }
+
+ private:
+  void serve() {
+    std::vector<char> buffer(block_size_);
+    for (;;) {
+      pollfd fds[2] = {{uffd_, POLLIN, 0}, {stop_, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (fds[1].revents != 0) return;
+      uffd_msg message{};
+      const ssize_t got = ::read(uffd_, &message, sizeof message);
+      if (got != sizeof message) continue;  // EAGAIN: another wake-up took it
+      if (message.event != UFFD_EVENT_PAGEFAULT) continue;
+      const uint64_t at = message.arg.pagefault.address - reinterpret_cast<uint64_t>(base_);
+      fill(at / block_size_, buffer);
+    }
+  }
+
+  // Copies block `b` into place (waking the faulting threads), or zeros when it cannot be read.
+  void fill(uint64_t b, std::vector<char>& buffer) {
+    const uint64_t start = b * block_size_;
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t length = std::min<uint64_t>(block_size_, mapped_ - start);
+    if (filled_[b]) {  // a fault on a block already copied (raced with its copy): wake the thread
+      uffdio_range range{reinterpret_cast<uint64_t>(base_) + start, length};
+      ::ioctl(uffd_, UFFDIO_WAKE, &range);
+      return;
+    }
+    const uint64_t bytes = std::min<uint64_t>(block_size_, size_ - start);
+    bool ok = !broken_.load();
+    if (ok) {
+      try {
+        read_(start, buffer.data(), bytes);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failure_ = e.what();
+        ok = false;
+      }
+    }
+    if (!ok) {
+      broken_.store(true);
+      std::memset(buffer.data(), 0, length);
+    } else if (bytes < length) {
+      std::memset(buffer.data() + bytes, 0, length - bytes);
+    }
+    (void)page;
+    uffdio_copy copy{};
+    copy.dst = reinterpret_cast<uint64_t>(base_) + start;
+    copy.src = reinterpret_cast<uint64_t>(buffer.data());
+    copy.len = length;
+    copy.mode = 0;
+    if (::ioctl(uffd_, UFFDIO_COPY, &copy) != 0 && errno == EEXIST) {
+      uffdio_range range{copy.dst, length};
+      ::ioctl(uffd_, UFFDIO_WAKE, &range);
+    }
+    filled_[b] = true;
+  }
+
+  uint64_t size_;
+  uint64_t block_size_;
+  BlockReader read_;
+  uint64_t mapped_ = 0;
+  char* base_ = nullptr;
+  int uffd_ = -1;
+  int stop_ = -1;
+  std::thread handler_;
+  std::vector<bool> filled_;  // the handler's alone
+  std::atomic<bool> broken_{false};
+  mutable std::mutex mutex_;
+  std::string failure_;
+};
+
+}  // namespace
+
+std::unique_ptr<FileMapping> make_lazy_mapping(uint64_t size, uint64_t block_size, BlockReader read) {
+  if (size == 0) return nullptr;
+  auto mapping = std::make_unique<LazyMapping>(size, block_size, std::move(read));
+  if (!mapping->start()) return nullptr;
+  return mapping;
+}
+
+}  // namespace cntkio::remote
