@@ -10,6 +10,7 @@ import http.server
 import os
 import pathlib
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -53,7 +54,9 @@ class Nginx:
         self.process = None
 
     def _write_config(self):
-        config = """
+        # Run as root, nginx's workers would drop to "nobody", which cannot read the test's private folders.
+        user = "user root;" if os.geteuid() == 0 else ""
+        config = user + """
 worker_processes 1;
 daemon off;
 pid {d}/nginx.pid;
@@ -84,14 +87,18 @@ http {{
 
     def start(self):
         config = self._write_config()
+        # Its own process group: stop() kills the master and its workers at once, as a crash would.
         self.process = subprocess.Popen([NGINX, "-c", config, "-p", self.dir, "-e", os.path.join(self.dir, "error.log")],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         wait_for_port(self.port, self.process)
         return self
 
     def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
+        if self.process is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             self.process.wait()
         self.process = None
 
@@ -197,12 +204,14 @@ class S3rver:
 
 
 class FailingServer:
-    """HTTP on 127.0.0.1 serving `root`, answering its first `failures` requests with `status` (503)."""
+    """HTTP on 127.0.0.1 serving `root`, answering its first `failures` requests of the `methods` with `status`
+    (503)."""
 
-    def __init__(self, root, failures, status=503):
+    def __init__(self, root, failures, status=503, methods=("HEAD", "GET")):
         self.root = str(root)
         self.failures = failures
         self.status = status
+        self.methods = methods
         self.count = 0
         self.lock = threading.Lock()
         outer = self
@@ -217,6 +226,8 @@ class FailingServer:
                 pass
 
             def _fail(self):
+                if self.command not in outer.methods:
+                    return False
                 with outer.lock:
                     outer.count += 1
                     failing = outer.count <= outer.failures
