@@ -81,7 +81,8 @@ RemoteSettings RemoteSettings::from_environment() {
   s.map = env_number("CNTKIO_REMOTE_MAP", 1) != 0;
   s.cache_bytes = env_number("CNTKIO_REMOTE_CACHE_BYTES", s.cache_bytes);
   s.parallel = static_cast<unsigned>(std::max<uint64_t>(1, env_number("CNTKIO_REMOTE_PARALLEL", s.parallel)));
-  s.read_ahead = static_cast<unsigned>(env_number("CNTKIO_REMOTE_READ_AHEAD", s.read_ahead));
+  s.request_size = std::max(s.block_size, env_number("CNTKIO_REMOTE_REQUEST_SIZE", s.request_size));
+  s.read_ahead = env_number("CNTKIO_REMOTE_READ_AHEAD", s.read_ahead);
   s.tries = static_cast<unsigned>(std::max<uint64_t>(1, env_number("CNTKIO_REMOTE_TRIES", s.tries)));
   s.backoff_ms = static_cast<unsigned>(env_number("CNTKIO_REMOTE_BACKOFF_MS", s.backoff_ms));
   s.timeout_s =

@@ -10,10 +10,11 @@ namespace cntkio::remote {
 
 /// The settings of the remote Env, read once from the environment (docs/remote-data.md).
 struct RemoteSettings {
-  uint64_t block_size = 8ull << 20;     ///< CNTKIO_REMOTE_BLOCK_SIZE: bytes per ranged GET
+  uint64_t block_size = 1ull << 20;     ///< CNTKIO_REMOTE_BLOCK_SIZE: the unit cached (and mapped)
+  uint64_t request_size = 8ull << 20;   ///< CNTKIO_REMOTE_REQUEST_SIZE: at most this many bytes per GET
   uint64_t cache_bytes = 256ull << 20;  ///< CNTKIO_REMOTE_CACHE_BYTES: the cache of fetched blocks
   unsigned parallel = 4;                ///< CNTKIO_REMOTE_PARALLEL: GETs in flight for one read
-  unsigned read_ahead = 4;              ///< CNTKIO_REMOTE_READ_AHEAD: blocks fetched ahead of forward reads
+  uint64_t read_ahead = 32ull << 20;    ///< CNTKIO_REMOTE_READ_AHEAD: bytes fetched ahead of forward reads
   unsigned tries = 4;                   ///< CNTKIO_REMOTE_TRIES: attempts of a request (5xx, 429, transport)
   unsigned backoff_ms = 100;            ///< CNTKIO_REMOTE_BACKOFF_MS: first wait before a retry, doubling
   unsigned timeout_s = 30;              ///< CNTKIO_REMOTE_TIMEOUT_S: connect timeout; a stalled transfer

@@ -102,7 +102,6 @@ class LazyMapping final : public FileMapping {
   // Copies block `b` into place (waking the faulting threads), or zeros when it cannot be read.
   void fill(uint64_t b, std::vector<char>& buffer) {
     const uint64_t start = b * block_size_;
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     const uint64_t length = std::min<uint64_t>(block_size_, mapped_ - start);
     if (filled_[b]) {  // a fault on a block already copied (raced with its copy): wake the thread
       uffdio_range range{reinterpret_cast<uint64_t>(base_) + start, length};
@@ -110,26 +109,29 @@ class LazyMapping final : public FileMapping {
       return;
     }
     const uint64_t bytes = std::min<uint64_t>(block_size_, size_ - start);
+    BlockBytes block;
     bool ok = !broken_.load();
     if (ok) {
       try {
-        read_(start, buffer.data(), bytes);
+        block = read_(b);
+        ok = block.size == bytes;
+        if (!ok) throw IoError("short block " + std::to_string(b) + " of", "the mapped file", EIO);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(mutex_);
         failure_ = e.what();
         ok = false;
       }
     }
-    if (!ok) {
-      broken_.store(true);
+    const char* source = block.data;
+    if (!ok || bytes < length) {  // zeros where the block failed, and past the end of the file
       std::memset(buffer.data(), 0, length);
-    } else if (bytes < length) {
-      std::memset(buffer.data() + bytes, 0, length - bytes);
+      if (ok) std::memcpy(buffer.data(), block.data, bytes);
+      source = buffer.data();
+      if (!ok) broken_.store(true);
     }
-    (void)page;
     uffdio_copy copy{};
     copy.dst = reinterpret_cast<uint64_t>(base_) + start;
-    copy.src = reinterpret_cast<uint64_t>(buffer.data());
+    copy.src = reinterpret_cast<uint64_t>(source);
     copy.len = length;
     copy.mode = 0;
     if (::ioctl(uffd_, UFFDIO_COPY, &copy) != 0 && errno == EEXIST) {

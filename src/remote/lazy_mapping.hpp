@@ -14,8 +14,15 @@
 
 namespace cntkio::remote {
 
-/// Reads `n` bytes at `offset` of the file into `buffer`; throws IoError.
-using BlockReader = std::function<void(uint64_t offset, void* buffer, size_t n)>;
+/// The bytes of one block (all but the last block are block_size long), kept alive by `owner`.
+struct BlockBytes {
+  std::shared_ptr<const void> owner;
+  const char* data = nullptr;
+  size_t size = 0;
+};
+
+/// Gives block `b` of the file; throws IoError.
+using BlockReader = std::function<BlockBytes(uint64_t b)>;
 
 /// A mapping of `size` bytes whose blocks of `block_size` bytes (a multiple of the page size) `read` fills
 /// on first touch, or nullptr where userfaultfd is not available (the caller then reads with read_at).

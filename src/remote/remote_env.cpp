@@ -26,7 +26,13 @@
 namespace cntkio::remote {
 namespace {
 
-using Block = std::shared_ptr<const std::string>;
+// A block's bytes: a view into the body of the GET that fetched it (one GET fetches a run of blocks).
+struct Block {
+  std::shared_ptr<const std::string> body;
+  size_t offset = 0;
+  size_t size = 0;
+  const char* data() const { return body->data() + offset; }
+};
 
 // Limits the GETs in flight of the whole process.
 class Semaphore {
@@ -174,8 +180,6 @@ struct Target {
   FileIdentity identity;
 };
 
-Block fetch_block(const Target& target, uint64_t number);
-
 class RemoteFile final : public RandomAccessFile {
  public:
   explicit RemoteFile(std::shared_ptr<const Target> target) : target_(std::move(target)) {}
@@ -187,11 +191,19 @@ class RemoteFile final : public RandomAccessFile {
   std::unique_ptr<FileMapping> map() const override;
 
  private:
-  std::shared_future<Block> block(uint64_t number) const;
+  // The futures of blocks [first, last], after claiming [first, ahead_to] and starting GETs for what the
+  // cache lacks.
+  std::vector<std::shared_future<Block>> blocks(uint64_t first, uint64_t last, uint64_t ahead_to) const;
+  uint64_t ahead_to(uint64_t offset, size_t n, uint64_t last) const;
 
+ public:
+  /// Block `b` for a lazy mapping (waits for it; IoError).
+  Block block_for_mapping(uint64_t b) const;
+
+ private:
   std::shared_ptr<const Target> target_;
   mutable std::mutex mutex_;
-  mutable uint64_t next_forward_ = 0;  // where a read that walks forward starts next
+  mutable uint64_t next_forward_ = UINT64_MAX;  // where a read that walks forward starts next
 };
 
 class RemoteSequentialFile final : public SequentialFile {
@@ -369,103 +381,139 @@ std::vector<std::string> RemoteEnv::list_dir(const std::string& dir) {
   return names;
 }
 
-Block fetch_block(const Target& target, uint64_t number) {
-  RemoteEnv& env_ = *target.env;
-  const std::string& path_ = target.path;
-  const FileIdentity& identity_ = target.identity;
-  const uint64_t block_size = env_.client().settings().block_size;
+// Fetches blocks [first, first + count) with one ranged GET and checks the answer's version.
+std::shared_ptr<const std::string> fetch_run(const Target& target, uint64_t first, uint64_t count) {
+  RemoteEnv& env = *target.env;
+  const FileIdentity& identity = target.identity;
+  const uint64_t block_size = env.client().settings().block_size;
   Request request;
   request.url = target.url;
   request.sign_s3 = target.s3;
   request.has_range = true;
-  request.range_first = number * block_size;
-  request.range_last = std::min(identity_.size, request.range_first + block_size) - 1;
+  request.range_first = first * block_size;
+  request.range_last = std::min(identity.size, (first + count) * block_size) - 1;
   unsigned tries = 0;
-  env_.slots().acquire();
+  env.slots().acquire();
   Response response;
   try {
-    response = env_.client().perform(request, path_, &tries);
+    response = env.client().perform(request, target.path, &tries);
   } catch (...) {
-    env_.slots().release();
+    env.slots().release();
     throw;
   }
-  env_.slots().release();
+  env.slots().release();
   const std::string range = range_text(request.range_first, request.range_last);
   const std::string after = tries > 1 ? " (after " + std::to_string(tries) + " tries)" : "";
-  if (response.status == 404) throw IoError("HTTP 404 reading " + range + after + " of", path_, ENOENT);
+  if (response.status == 404) throw IoError("HTTP 404 reading " + range + after + " of", target.path, ENOENT);
   if (response.status != 206 && response.status != 200) {
-    throw IoError("HTTP " + std::to_string(response.status) + " reading " + range + after + " of", path_,
-                  response.status == 403 ? EACCES : EIO);
+    throw IoError("HTTP " + std::to_string(response.status) + " reading " + range + after + " of",
+                  target.path, response.status == 403 ? EACCES : EIO);
   }
   const uint64_t expected = request.range_last - request.range_first + 1;
   const bool whole = response.status == 200;  // a server that ignores ranges sends the whole file
   const uint64_t total = whole ? response.body.size() : response.total_size;
-  if (response.etag != identity_.etag || total != identity_.size) {
-    throw IoError("the remote file changed while being read (ETag " + identity_.etag + ", " +
-                      std::to_string(identity_.size) + " bytes when opened; now ETag " + response.etag +
-                      ", " + std::to_string(total) + " bytes) at " + range +
-                      "; nothing read from it since is used:",
-                  path_, ESTALE);
+  if (response.etag != identity.etag || total != identity.size) {
+    throw IoError("the remote file changed while being read (ETag " + identity.etag + ", " +
+                      std::to_string(identity.size) + " bytes when opened; now ETag " + response.etag + ", " +
+                      std::to_string(total) + " bytes) at " + range + "; nothing read from it since is used:",
+                  target.path, ESTALE);
   }
   if (whole) return std::make_shared<const std::string>(response.body.substr(request.range_first, expected));
   if (response.body.size() != expected) {
     throw IoError(
-        "short response (" + std::to_string(response.body.size()) + " bytes) reading " + range + " of", path_,
-        EIO);
+        "short response (" + std::to_string(response.body.size()) + " bytes) reading " + range + " of",
+        target.path, EIO);
   }
   return std::make_shared<const std::string>(std::move(response.body));
 }
 
-std::shared_future<Block> RemoteFile::block(uint64_t number) const {
-  const Target& t = *target_;
-  const uint64_t block_size = t.env->client().settings().block_size;
-  const BlockCache::Key key{t.url, t.identity.etag, number};
-  std::promise<Block> promise;
-  bool claimed = false;
-  std::shared_future<Block> future = t.env->cache().find_or_claim(
-      key, std::min(block_size, t.identity.size - number * block_size), promise, claimed);
-  if (claimed) {
-    std::thread([target = target_, number, key, promise = std::move(promise)]() mutable {
-      try {
-        promise.set_value(fetch_block(*target, number));
-      } catch (...) {
-        target->env->cache().forget(key);
-        promise.set_exception(std::current_exception());
+// Starts one GET for the claimed blocks [first, first + promises.size()), fulfilling their promises.
+void start_run(const std::shared_ptr<const Target>& target, uint64_t first,
+               std::vector<std::promise<Block>> promises) {
+  std::thread([target, first, promises = std::move(promises)]() mutable {
+    const uint64_t block_size = target->env->client().settings().block_size;
+    try {
+      std::shared_ptr<const std::string> body = fetch_run(*target, first, promises.size());
+      for (size_t i = 0; i < promises.size(); ++i) {
+        const size_t offset = i * block_size;
+        promises[i].set_value(Block{body, offset, std::min<size_t>(block_size, body->size() - offset)});
       }
-    }).detach();
+    } catch (...) {
+      for (size_t i = 0; i < promises.size(); ++i) {
+        target->env->cache().forget(BlockCache::Key{target->url, target->identity.etag, first + i});
+        promises[i].set_exception(std::current_exception());
+      }
+    }
+  }).detach();
+}
+
+std::vector<std::shared_future<Block>> RemoteFile::blocks(uint64_t first, uint64_t last,
+                                                          uint64_t ahead_to) const {
+  const Target& t = *target_;
+  const RemoteSettings& settings = t.env->client().settings();
+  const uint64_t per_request = std::max<uint64_t>(1, settings.request_size / settings.block_size);
+  std::vector<std::shared_future<Block>> needed;
+  uint64_t run_first = 0;
+  std::vector<std::promise<Block>> run;
+  for (uint64_t b = first; b <= ahead_to; ++b) {
+    std::promise<Block> promise;
+    bool claimed = false;
+    std::shared_future<Block> future = t.env->cache().find_or_claim(
+        BlockCache::Key{t.url, t.identity.etag, b},
+        std::min(settings.block_size, t.identity.size - b * settings.block_size), promise, claimed);
+    if (b <= last) needed.push_back(future);
+    if (claimed) {
+      if (run.empty()) run_first = b;
+      run.push_back(std::move(promise));
+    }
+    // A run ends at a block the cache had, at the request size, or at the end.
+    if (!run.empty() && (!claimed || run.size() == per_request || b == ahead_to)) {
+      start_run(target_, run_first, std::move(run));
+      run.clear();
+    }
   }
-  return future;
+  return needed;
 }
 
 size_t RemoteFile::read_at(uint64_t offset, void* buffer, size_t n) const {
-  const FileIdentity& identity_ = target_->identity;
-  if (offset >= identity_.size || n == 0) return 0;
-  n = static_cast<size_t>(std::min<uint64_t>(n, identity_.size - offset));
+  const FileIdentity& identity = target_->identity;
+  if (offset >= identity.size || n == 0) return 0;
+  n = static_cast<size_t>(std::min<uint64_t>(n, identity.size - offset));
   const RemoteSettings& settings = target_->env->client().settings();
   const uint64_t first = offset / settings.block_size;
   const uint64_t last = (offset + n - 1) / settings.block_size;
-  const uint64_t blocks_in_file = (identity_.size + settings.block_size - 1) / settings.block_size;
+  const std::vector<std::shared_future<Block>> needed = blocks(first, last, ahead_to(offset, n, last));
+  char* out = static_cast<char*>(buffer);
+  for (uint64_t b = first; b <= last; ++b) {
+    const Block data = needed[b - first].get();
+    const uint64_t block_start = b * settings.block_size;
+    const uint64_t from = std::max(offset, block_start);
+    const uint64_t to = std::min<uint64_t>(offset + n, block_start + data.size);
+    std::memcpy(out + (from - offset), data.data() + (from - block_start), to - from);
+  }
+  return n;
+}
+
+// The last block to fetch for a read of [offset, offset + n): its own, and the read-ahead when the read
+// continues where the previous one ended.
+uint64_t RemoteFile::ahead_to(uint64_t offset, size_t n, uint64_t last) const {
+  const RemoteSettings& settings = target_->env->client().settings();
   bool forward = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     forward = offset == next_forward_;
     next_forward_ = offset + n;
   }
-  std::vector<std::shared_future<Block>> needed;
-  for (uint64_t b = first; b <= last; ++b) needed.push_back(block(b));
-  if (forward) {  // read ahead: the next blocks, fetched while this read's are
-                  // used
-    for (uint64_t b = last + 1; b <= last + settings.read_ahead && b < blocks_in_file; ++b) block(b);
-  }
-  char* out = static_cast<char*>(buffer);
-  for (uint64_t b = first; b <= last; ++b) {
-    const Block data = needed[b - first].get();
-    const uint64_t block_start = b * settings.block_size;
-    const uint64_t from = std::max(offset, block_start);
-    const uint64_t to = std::min<uint64_t>(offset + n, block_start + data->size());
-    std::memcpy(out + (from - offset), data->data() + (from - block_start), to - from);
-  }
-  return n;
+  if (!forward) return last;
+  const uint64_t blocks_in_file = (target_->identity.size + settings.block_size - 1) / settings.block_size;
+  return std::min(blocks_in_file - 1, last + settings.read_ahead / settings.block_size);
+}
+
+Block RemoteFile::block_for_mapping(uint64_t b) const {
+  const RemoteSettings& settings = target_->env->client().settings();
+  const uint64_t offset = b * settings.block_size;
+  const size_t n = static_cast<size_t>(std::min(settings.block_size, target_->identity.size - offset));
+  return blocks(b, b, ahead_to(offset, n, b)).front().get();
 }
 
 uint64_t RemoteFile::current_size() const {
@@ -477,11 +525,9 @@ std::unique_ptr<FileMapping> RemoteFile::map() const {
   // The mapping's own reader: its forward walk (read-ahead) is apart from this file's reads.
   auto reader = std::make_shared<RemoteFile>(target_);
   return make_lazy_mapping(target_->identity.size, target_->env->client().settings().block_size,
-                           [reader](uint64_t offset, void* buffer, size_t n) {
-                             if (reader->read_at(offset, buffer, n) != n) {
-                               throw IoError("short read at byte " + std::to_string(offset) + " of",
-                                             reader->path(), EIO);
-                             }
+                           [reader](uint64_t b) {
+                             Block block = reader->block_for_mapping(b);
+                             return BlockBytes{block.body, block.data(), block.size};
                            });
 }
 
