@@ -168,6 +168,8 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
     curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, static_cast<long>(settings_.timeout_s));
     curl_easy_setopt(handle, CURLOPT_FILETIME, 1L);
+    // Large receive buffers: fewer, larger callbacks (the default 16 KiB halves the throughput).
+    curl_easy_setopt(handle, CURLOPT_BUFFERSIZE, 512L * 1024);
     curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(handle, CURLOPT_WRITEDATA, &response);
     curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);

@@ -10,7 +10,7 @@ namespace cntkio::remote {
 
 /// The settings of the remote Env, read once from the environment (docs/remote-data.md).
 struct RemoteSettings {
-  uint64_t block_size = 1ull << 20;     ///< CNTKIO_REMOTE_BLOCK_SIZE: the unit cached (and mapped)
+  uint64_t block_size = 256ull << 10;   ///< CNTKIO_REMOTE_BLOCK_SIZE: the unit cached (and mapped)
   uint64_t request_size = 8ull << 20;   ///< CNTKIO_REMOTE_REQUEST_SIZE: at most this many bytes per GET
   uint64_t cache_bytes = 256ull << 20;  ///< CNTKIO_REMOTE_CACHE_BYTES: the cache of fetched blocks
   unsigned parallel = 4;                ///< CNTKIO_REMOTE_PARALLEL: GETs in flight for one read

@@ -6,8 +6,10 @@
 #include "remote/remote_env.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <future>
@@ -203,7 +205,14 @@ class RemoteFile final : public RandomAccessFile {
  private:
   std::shared_ptr<const Target> target_;
   mutable std::mutex mutex_;
-  mutable uint64_t next_forward_ = UINT64_MAX;  // where a read that walks forward starts next
+  // Reads that walk forward (a few at once: threads parsing parts of one chunk): where each starts next and
+  // how far it has walked.
+  struct Walk {
+    uint64_t end = UINT64_MAX;
+    uint64_t walked = 0;
+  };
+  mutable std::array<Walk, 8> walks_;
+  mutable size_t next_walk_ = 0;
 };
 
 class RemoteSequentialFile final : public SequentialFile {
@@ -250,6 +259,22 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
   // HEAD: the identity of the remote file. Throws IoError (ENOENT for 404 and
   // 403 without a listing right).
   FileIdentity head(const std::string& path, std::string_view open_failure) {
+    // A reader asks for the identity of a file and opens it right after (the CTF index cache's name, then
+    // the file): one HEAD serves the requests of a second.
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> lock(heads_mutex_);
+      const auto it = heads_.find(path);
+      if (it != heads_.end() && now - it->second.first < std::chrono::seconds(1)) return it->second.second;
+    }
+    FileIdentity identity = head_now(path, open_failure);
+    std::lock_guard<std::mutex> lock(heads_mutex_);
+    if (heads_.size() > 4096) heads_.clear();
+    heads_[path] = {now, identity};
+    return identity;
+  }
+
+  FileIdentity head_now(const std::string& path, std::string_view open_failure) {
     bool s3 = false;
     Request request;
     request.url = url_of(path, s3);
@@ -330,6 +355,8 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
   HttpClient client_;
   BlockCache cache_;
   Semaphore slots_;
+  std::mutex heads_mutex_;
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, FileIdentity>> heads_;
 };
 
 std::vector<std::string> RemoteEnv::list_dir(const std::string& dir) {
@@ -498,15 +525,25 @@ size_t RemoteFile::read_at(uint64_t offset, void* buffer, size_t n) const {
 // continues where the previous one ended.
 uint64_t RemoteFile::ahead_to(uint64_t offset, size_t n, uint64_t last) const {
   const RemoteSettings& settings = target_->env->client().settings();
-  bool forward = false;
+  uint64_t walked = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    forward = offset == next_forward_;
-    next_forward_ = offset + n;
+    const auto walk =
+        std::find_if(walks_.begin(), walks_.end(), [&](const Walk& w) { return w.end == offset; });
+    if (walk != walks_.end()) {
+      walked = walk->walked + n;
+      *walk = Walk{offset + n, walked};
+    } else {
+      walks_[next_walk_] = Walk{offset + n, 0};
+      next_walk_ = (next_walk_ + 1) % walks_.size();
+    }
   }
-  if (!forward) return last;
+  if (walked == 0) return last;
+  // As the kernel's read-ahead: the window grows with the walk (as far ahead as it has walked), up to the
+  // setting, so a short walk (one chunk's part) fetches little past its end and a long one streams.
+  const uint64_t ahead = std::min(settings.read_ahead, walked);
   const uint64_t blocks_in_file = (target_->identity.size + settings.block_size - 1) / settings.block_size;
-  return std::min(blocks_in_file - 1, last + settings.read_ahead / settings.block_size);
+  return std::min(blocks_in_file - 1, last + ahead / settings.block_size);
 }
 
 Block RemoteFile::block_for_mapping(uint64_t b) const {
@@ -516,8 +553,10 @@ Block RemoteFile::block_for_mapping(uint64_t b) const {
   return blocks(b, b, ahead_to(offset, n, b)).front().get();
 }
 
+// The size when opened: every fetch checks the file's ETag and size, so a change is an error at the next
+// read; asking the server at every check a reader makes would cost a request each.
 uint64_t RemoteFile::current_size() const {
-  return target_->env->head(target_->path, "cannot find").size;
+  return target_->identity.size;
 }
 
 std::unique_ptr<FileMapping> RemoteFile::map() const {
