@@ -4,6 +4,8 @@
 //   map:OFFSET:N   the bytes of a core::MappedFile (a lazy mapping for remote files), then check_intact()
 //   wait           reads a line from standard input (the test acts in between)
 //   size           prints the size the file had when opened
+//   mappable       prints "mappable yes" when the Env maps the file (remote: userfaultfd works here), else
+//   "no"
 #include <cinttypes>
 #include <cstdio>
 #include <iostream>
@@ -55,6 +57,8 @@ int main(int argc, char** argv) {
         std::string line;
         std::getline(std::cin, line);
         std::printf("continued\n");
+      } else if (op == "mappable") {
+        std::printf("mappable %s\n", file->map() ? "yes" : "no");
       } else if (op == "size") {
         std::printf("size %" PRIu64 "\n", file->size());
       } else if (op.rfind("read:", 0) == 0 || op.rfind("map:", 0) == 0) {
