@@ -56,16 +56,17 @@ class LazyMapping final : public FileMapping {
     if (::ioctl(uffd_, UFFDIO_REGISTER, &reg) != 0) return false;
     stop_ = ::eventfd(0, EFD_CLOEXEC);
     if (stop_ < 0) return false;
-    filled_.assign((size_ + block_size_ - 1) / block_size_, false);
-    handler_ = std::thread([this] { serve(); });
+    state_.assign((size_ + block_size_ - 1) / block_size_, kMissing);
+    // Several handlers: threads parsing parts of one chunk fault on different blocks at once.
+    for (int i = 0; i < kHandlers; ++i) handlers_.emplace_back([this] { serve(); });
     return true;
   }
 
   ~LazyMapping() override {
-    if (handler_.joinable()) {
-      const uint64_t one = 1;
+    if (!handlers_.empty()) {
+      const uint64_t one = 1;  // never read: it keeps every handler's poll awake
       [[maybe_unused]] const ssize_t n = ::write(stop_, &one, sizeof one);
-      handler_.join();
+      for (std::thread& handler : handlers_) handler.join();
     }
     if (base_ != nullptr) ::munmap(base_, mapped_);
     if (uffd_ >= 0) ::close(uffd_);
@@ -103,10 +104,15 @@ class LazyMapping final : public FileMapping {
   void fill(uint64_t b, std::vector<char>& buffer) {
     const uint64_t start = b * block_size_;
     const uint64_t length = std::min<uint64_t>(block_size_, mapped_ - start);
-    if (filled_[b]) {  // a fault on a block already copied (raced with its copy): wake the thread
-      uffdio_range range{reinterpret_cast<uint64_t>(base_) + start, length};
-      ::ioctl(uffd_, UFFDIO_WAKE, &range);
-      return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (state_[b] == kFilling) return;  // another handler is copying it: the copy wakes this fault too
+      if (state_[b] == kFilled) {         // a fault that raced with the copy: wake its thread
+        uffdio_range range{reinterpret_cast<uint64_t>(base_) + start, length};
+        ::ioctl(uffd_, UFFDIO_WAKE, &range);
+        return;
+      }
+      state_[b] = kFilling;
     }
     const uint64_t bytes = std::min<uint64_t>(block_size_, size_ - start);
     BlockBytes block;
@@ -138,7 +144,8 @@ class LazyMapping final : public FileMapping {
       uffdio_range range{copy.dst, length};
       ::ioctl(uffd_, UFFDIO_WAKE, &range);
     }
-    filled_[b] = true;
+    std::lock_guard<std::mutex> lock(mutex_);
+    state_[b] = kFilled;
   }
 
   uint64_t size_;
@@ -148,8 +155,10 @@ class LazyMapping final : public FileMapping {
   char* base_ = nullptr;
   int uffd_ = -1;
   int stop_ = -1;
-  std::thread handler_;
-  std::vector<bool> filled_;  // the handler's alone
+  static constexpr int kHandlers = 3;
+  enum BlockState : unsigned char { kMissing, kFilling, kFilled };
+  std::vector<std::thread> handlers_;
+  std::vector<BlockState> state_;  // under mutex_
   std::atomic<bool> broken_{false};
   mutable std::mutex mutex_;
   std::string failure_;
