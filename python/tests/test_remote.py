@@ -143,7 +143,7 @@ def test_5xx_answers_are_retried_with_backoff(data):
 
 def test_a_range_that_keeps_failing_names_the_url_the_status_the_range_and_the_tries(data):
     write_ctf(data / "a.ctf", LENGTHS)
-    with servers.FailingServer(data, failures=100, methods=("GET",)) as server:
+    with servers.FailingServer(data, failures=100, methods=("GET",), spare_open=True) as server:
         url = server.url + "/a.ctf"
         lines = remote_read(url, "read:5000:10", env=dict(SMALL_BLOCKS, CNTKIO_REMOTE_TRIES="3"))
         assert lines == ["error HTTP 503 reading bytes 4096-8191 (after 3 tries) of '%s': Input/output error" % url]

@@ -93,6 +93,14 @@ class BlockCache {
     return future;
   }
 
+  // Adds a block already fetched, unless the cache has it.
+  void insert(const Key& key, Block block) {
+    std::promise<Block> promise;
+    bool claimed = false;
+    find_or_claim(key, block.size, promise, claimed);
+    if (claimed) promise.set_value(std::move(block));
+  }
+
   bool contains(const Key& key) {
     std::lock_guard<std::mutex> lock(mutex_);
     return entries_.count(key) != 0;
@@ -258,7 +266,7 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
 
   // HEAD: the identity of the remote file. Throws IoError (ENOENT for 404 and
   // 403 without a listing right).
-  FileIdentity head(const std::string& path, std::string_view open_failure) {
+  FileIdentity head(const std::string& path, std::string_view open_failure, bool first_block = true) {
     // A reader asks for the identity of a file and opens it right after (the CTF index cache's name, then
     // the file): one HEAD serves the requests of a second.
     const auto now = std::chrono::steady_clock::now();
@@ -267,21 +275,35 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
       const auto it = heads_.find(path);
       if (it != heads_.end() && now - it->second.first < std::chrono::seconds(1)) return it->second.second;
     }
-    FileIdentity identity = head_now(path, open_failure);
+    FileIdentity identity = head_now(path, open_failure, first_block);
     std::lock_guard<std::mutex> lock(heads_mutex_);
     if (heads_.size() > 4096) heads_.clear();
     heads_[path] = {now, identity};
     return identity;
   }
 
-  FileIdentity head_now(const std::string& path, std::string_view open_failure) {
+  // The identity from a GET of the first block, which goes into the cache (a reader that opens a file reads
+  // its first bytes next: one request instead of two), or from a HEAD.
+  FileIdentity head_now(const std::string& path, std::string_view open_failure, bool first_block) {
     bool s3 = false;
     Request request;
     request.url = url_of(path, s3);
-    request.head = true;
+    request.head = !first_block;
+    request.has_range = first_block;
+    request.range_last = client_.settings().block_size - 1;
     request.sign_s3 = s3;
     unsigned tries = 0;
-    const Response response = client_.perform(request, path, &tries);
+    Response response = client_.perform(request, path, &tries);
+    if (first_block && response.status == 416) return head_now(path, open_failure, false);  // an empty file
+    if (first_block && response.status == 206) {
+      const uint64_t expected = std::min(client_.settings().block_size, response.total_size);
+      if (response.body.size() == expected && expected > 0) {
+        auto body = std::make_shared<const std::string>(std::move(response.body));
+        cache_.insert(BlockCache::Key{request.url, response.etag, 0}, Block{body, 0, body->size()});
+      }
+    } else if (first_block && response.status == 200) {
+      response.total_size = response.body.size();  // a server that ignores ranges: the whole file came
+    }
     if (response.status == 404) {
       throw IoError(std::string(open_failure) + " (HTTP 404)", path, ENOENT);
     }
@@ -321,7 +343,7 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
   }
   bool file_exists(const std::string& path) override {
     try {
-      head(path, "cannot find");
+      head(path, "cannot find", false);
       return true;
     } catch (const IoError&) {
       return is_dir(path);

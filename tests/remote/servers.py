@@ -205,9 +205,11 @@ class S3rver:
 
 class FailingServer:
     """HTTP on 127.0.0.1 serving `root`, answering its first `failures` requests of the `methods` with `status`
-    (503)."""
+    (503); with `spare_open`, requests for the first bytes (`Range: bytes=0-...`, how a file is opened) are
+    served."""
 
-    def __init__(self, root, failures, status=503, methods=("HEAD", "GET")):
+    def __init__(self, root, failures, status=503, methods=("HEAD", "GET"), spare_open=False):
+        self.spare_open = spare_open
         self.root = str(root)
         self.failures = failures
         self.status = status
@@ -227,6 +229,8 @@ class FailingServer:
 
             def _fail(self):
                 if self.command not in outer.methods:
+                    return False
+                if outer.spare_open and (self.headers.get("Range") or "").startswith("bytes=0-"):
                     return False
                 with outer.lock:
                     outer.count += 1
