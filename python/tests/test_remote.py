@@ -298,3 +298,15 @@ def test_an_image_map_file_and_its_images_over_http_dump_as_the_local_files(cli,
         remote = dump(cli, config, "Simple_Test", tmp_path, sets=["RootDir=%s" % nginx.url])
         assert nginx.bytes_sent("ImageReaderSimple_map.txt") > 0 and nginx.bytes_sent("images/") > 0
     assert remote == local
+
+
+def test_writing_to_a_remote_path_is_refused_and_leaves_nothing(cli, tmp_path):
+    data = conformance_dir() / "data" / "CNTKTextFormatReader"
+    result = subprocess.run([cli, "dump", "--config", str(conformance_dir() / "config" / "CNTKTextFormatReader" /
+                                                          "dense.cntk"),
+                             "--section", "Simple", "--mb-size", "10", "--max-minibatches", "1",
+                             "--output", "http://127.0.0.1:1/out.txt"], cwd=str(data), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert result.returncode != 0
+    assert "cannot write 'http://127.0.0.1:1/out.txt': remote paths are read-only" in result.stderr
+    assert not (data / "http:").exists()
