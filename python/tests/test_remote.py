@@ -310,3 +310,17 @@ def test_writing_to_a_remote_path_is_refused_and_leaves_nothing(cli, tmp_path):
     assert result.returncode != 0
     assert "cannot write 'http://127.0.0.1:1/out.txt': remote paths are read-only" in result.stderr
     assert not (data / "http:").exists()
+
+
+def test_a_lazy_mapping_in_a_forked_child_is_an_error_not_zeros(data):
+    write_ctf(data / "a.ctf", LENGTHS * 10)
+    with servers.Nginx(data) as nginx:
+        url = nginx.url + "/a.ctf"
+        require_lazy_mapping(url)
+        lines = remote_read(url, "map:0:10", "map:65536:10", "forkmap:0:10", "forkmap:90000:10", env=SMALL_BLOCKS)
+        assert lines[0].startswith("ok 10 ") and lines[1].startswith("ok 10 ")
+        # In the child, bytes the parent had fetched read as they are, but the mapping is incomplete there:
+        # the check says so, whatever was read.
+        for line in lines[2:]:
+            assert line.startswith("error reading the mapped file failed (a remote file's mapping does not survive "
+                                   "fork()"), line

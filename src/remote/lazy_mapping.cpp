@@ -3,16 +3,19 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -30,6 +33,20 @@ int open_userfaultfd() {
 #endif
   return fd;
 }
+
+class LazyMapping;
+
+// The live mappings, for fork(): a child gets neither the handler threads nor the userfaultfd registration,
+// so the blocks not yet filled would read as zeros there. The child marks such mappings broken, and the
+// reader's next check_intact() says why instead.
+std::mutex g_live_mutex;
+std::set<LazyMapping*>& live_mappings() {
+  static std::set<LazyMapping*> live;
+  return live;
+}
+void before_fork();
+void after_fork_in_parent();
+void after_fork_in_child();
 
 class LazyMapping final : public FileMapping {
  public:
@@ -59,10 +76,19 @@ class LazyMapping final : public FileMapping {
     state_.assign((size_ + block_size_ - 1) / block_size_, kMissing);
     // Several handlers: threads parsing parts of one chunk fault on different blocks at once.
     for (int i = 0; i < kHandlers; ++i) handlers_.emplace_back([this] { serve(); });
+    static std::once_flag fork_handlers;
+    std::call_once(fork_handlers,
+                   [] { ::pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child); });
+    std::lock_guard<std::mutex> lock(g_live_mutex);
+    live_mappings().insert(this);
     return true;
   }
 
   ~LazyMapping() override {
+    {
+      std::lock_guard<std::mutex> lock(g_live_mutex);
+      live_mappings().erase(this);
+    }
     if (!handlers_.empty()) {
       const uint64_t one = 1;  // never read: it keeps every handler's poll awake
       [[maybe_unused]] const ssize_t n = ::write(stop_, &one, sizeof one);
@@ -80,6 +106,23 @@ class LazyMapping final : public FileMapping {
     std::lock_guard<std::mutex> lock(mutex_);
     return failure_;
   }
+
+  // In a child process after fork() (its lock was taken before the fork, in before_fork()).
+  void break_if_incomplete_after_fork() {
+    const bool complete =
+        std::all_of(state_.begin(), state_.end(), [](BlockState s) { return s == kFilled; });
+    if (!complete && !broken_.load()) {
+      failure_ =
+          "a remote file's mapping does not survive fork(): blocks it had not fetched yet would read as "
+          "zeros in the child; open the file in the child process instead";
+      broken_.store(true);
+    }
+    // The handler threads are the parent's: here their std::thread objects name no thread, and neither
+    // joining nor destroying them is possible, so they are left alone (a few bytes).
+    new std::vector<std::thread>(std::move(handlers_));
+    handlers_.clear();
+  }
+  std::mutex& mutex() { return mutex_; }
 
  private:
   void serve() {
@@ -163,6 +206,24 @@ class LazyMapping final : public FileMapping {
   mutable std::mutex mutex_;
   std::string failure_;
 };
+
+void before_fork() {
+  g_live_mutex.lock();
+  for (LazyMapping* mapping : live_mappings()) mapping->mutex().lock();
+}
+
+void after_fork_in_parent() {
+  for (LazyMapping* mapping : live_mappings()) mapping->mutex().unlock();
+  g_live_mutex.unlock();
+}
+
+void after_fork_in_child() {
+  for (LazyMapping* mapping : live_mappings()) {
+    mapping->break_if_incomplete_after_fork();
+    mapping->mutex().unlock();
+  }
+  g_live_mutex.unlock();
+}
 
 }  // namespace
 

@@ -2,10 +2,15 @@
 // OP, for tests/remote's Python tests (which start the servers and change files between OPs):
 //   read:OFFSET:N  read_at; prints "ok <bytes> <FNV-1a of the bytes, hex>" or "error <IoError text>"
 //   map:OFFSET:N   the bytes of a core::MappedFile (a lazy mapping for remote files), then check_intact()
+//   forkmap:OFFSET:N  as map:, in a child process (fork) of this one: the mapping must exist already
 //   wait           reads a line from standard input (the test acts in between)
 //   size           prints the size the file had when opened
 //   mappable       prints "mappable yes" when the Env maps the file (remote: userfaultfd works here), else
 //   "no"
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <iostream>
@@ -57,6 +62,26 @@ int main(int argc, char** argv) {
         std::string line;
         std::getline(std::cin, line);
         std::printf("continued\n");
+      } else if (op.rfind("forkmap:", 0) == 0) {
+        if (!mapped) throw cntkio::UsageError("forkmap: no mapping yet (map: first)");
+        std::fflush(stdout);
+        const pid_t child = ::fork();
+        if (child == 0) {
+          const size_t colon = op.find(':', 8);
+          const uint64_t offset = std::stoull(op.substr(8, colon - 8));
+          const size_t n = std::min<size_t>(std::stoull(op.substr(colon + 1)), mapped->size() - offset);
+          std::vector<char> copy(mapped->data() + offset, mapped->data() + offset + n);
+          try {
+            mapped->check_intact();
+            print_ok(copy.data(), n);
+          } catch (const cntkio::Error& e) {
+            std::printf("error %s\n", e.what());
+          }
+          std::fflush(stdout);
+          ::_exit(0);
+        }
+        int status = 0;
+        ::waitpid(child, &status, 0);
       } else if (op == "mappable") {
         std::printf("mappable %s\n", file->map() ? "yes" : "no");
       } else if (op == "size") {
