@@ -10,7 +10,9 @@ parts below it.
 - spec (the registry, ReaderSpec, plugin loading): core, config;
 - pipeline: core, config, spec; never a format (src/formats/ or a format's public header);
 - formats/X: core, config, spec and its own folder; never another format's folder, the pipeline or convert;
-- convert (converters between formats): everything but the pipeline.
+- convert (converters between formats): everything but the pipeline;
+- remote (the http/https/s3 Env over libcurl): core only; nothing includes it (core's default Env calls its
+  registration function, declared where it is called, only in builds with CNTKIO_WITH_REMOTE).
 Public headers count as the part they belong to: include/cntkio/{ctf,cbf,htk,image,convert}.hpp are formats,
 the others are the core API every part may use.
 
@@ -32,6 +34,7 @@ ALLOWED = {
     "spec": {"core", "config", "spec"},
     "pipeline": {"core", "config", "spec", "pipeline"},
     "convert": {"core", "config", "spec", "formats", "convert"},
+    "remote": {"core", "remote"},
 }
 
 

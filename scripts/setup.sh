@@ -14,7 +14,13 @@ packages=(
   python3-dev python3-numpy python3-scipy python3-torch python3-pybind11 pybind11-dev python3-pytest
   dpkg-dev doxygen
   python3-pandas python3-sklearn
+  libcurl4-openssl-dev curl nginx-light nodejs
 )
+# The S3 test server (s3rver) comes from npm: Debian's npm package, unless the installed Node.js has its own
+# (NodeSource's nodejs ships npm; Debian's npm would conflict with it).
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

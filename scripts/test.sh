@@ -10,6 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The S3 server of the remote tests (s3rver, pinned by tests/remote/package-lock.json) into the ignored
+# tests/remote/node_modules; nginx comes from setup.sh.
+if [ ! -f tests/remote/node_modules/s3rver/bin/s3rver.js ]; then
+  (cd tests/remote && npm ci --no-audit --no-fund --silent)
+fi
 # The dependency rule of HACKING.md (nothing in src/pipeline includes a format, ...): fails before building.
 python3 scripts/check_dependencies.py
 if [ "${SANITIZE:-0}" = "1" ]; then

@@ -121,6 +121,8 @@ CtfErrorSummary ctf_error_summary(const Deserializer& deserializer);
 /// The CNTK index cache file name for `options`: the data file's path followed by
 /// `.ALIAS.S.Y.H.v1.cache`, where ALIAS is the main stream's alias (or an underscore), S is 1 when
 /// skip_sequence_ids is set, Y is 1 for string or hashed keys and H is 1 for hashed keys (each 0 otherwise).
+/// For a remote file (a URL) the same suffix follows a name in the local cache folder that hashes the URL,
+/// its ETag and size (docs/remote-data.md): remote paths are read-only.
 std::string ctf_cache_file_name(const CtfOptions& options);
 
 // ---- writing CTF (cntkio convert, and anyone who writes CTF files); a CtfWriter is not thread-safe ----

@@ -56,6 +56,9 @@ class FileMapping {
   /// False once bytes of the mapping were found missing (the file was cut while mapped: the POSIX Env then
   /// shows zeros there instead of raising SIGBUS, docs/robustness.md): what was read from it may be wrong.
   virtual bool intact() const = 0;
+  /// Why the mapping is not intact, where the backend knows more than "the file was cut" (a remote block
+  /// that could not be fetched: the IoError's text); empty otherwise.
+  virtual std::string failure() const { return {}; }
 };
 
 /// A file open for positioned reads.
@@ -189,6 +192,16 @@ class Env {
   /// Makes `env` (nullptr: default_env()) the Env of the process and returns the one it replaces. Files
   /// already open keep the Env that opened them.
   static std::shared_ptr<Env> install(std::shared_ptr<Env> env);
+
+  /// Makes `env` serve every path of the form `scheme://...` that default_env() is given (nullptr: no
+  /// longer). The remote part registers `http`, `https` and `s3` at start-up (docs/remote-data.md); other
+  /// paths stay local files.
+  static void register_scheme(const std::string& scheme, std::shared_ptr<Env> env);
+  /// The Env registered for `scheme`, or nullptr.
+  static std::shared_ptr<Env> scheme_env(std::string_view scheme);
+  /// The scheme of `path` when it is a URL (`https` for `https://host/a`: letters, digits, '+', '-', '.'
+  /// before `://`), else empty.
+  static std::string_view url_scheme(std::string_view path);
 };
 
 /// Installs an Env for the lifetime of this object, then restores the one before (for tests and tools).

@@ -40,8 +40,8 @@ std::vector<std::string> list_file_lines(const std::string& list) {
     const size_t first = line.find_first_not_of(" \t");
     if (first == std::string::npos || line[first] == '#') continue;
     line = line.substr(first, line.find_last_not_of(" \t") + 1 - first);
-    out.push_back(std::filesystem::path(line).is_absolute() || folder.empty() ? line
-                                                                              : (folder / line).string());
+    const bool absolute = std::filesystem::path(line).is_absolute() || !Env::url_scheme(line).empty();
+    out.push_back(absolute || folder.empty() ? line : (folder / line).string());
   }
   return out;
 }

@@ -49,6 +49,12 @@ void MappedFile::throw_cut(uint64_t now_size) const {
 
 void MappedFile::check_intact() const {
   if (!mapping_ || mapping_->intact()) return;
+  const std::string failure = mapping_->failure();
+  if (!failure.empty()) {
+    throw IoError(
+        "reading the mapped file failed (" + failure + "); nothing read from it since is used: file", path(),
+        0);
+  }
   uint64_t now = 0;
   try {
     now = file_.current_size();

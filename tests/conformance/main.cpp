@@ -1,7 +1,9 @@
-// cntkio_conformance [--filter TEXT] [--expected FILE] [--set KEY=VALUE]... [CONFORMANCE_DIR]
-// Prints one line per case and "N passed, M failed". With --expected, exits non-zero if any case named in
-// FILE (one name per line, '#' comments) does not pass. --set adds a config override to every case, after its
-// own.
+// cntkio_conformance [--filter TEXT] [--expected FILE] [--set KEY=VALUE]... [--data-url URL]
+// [CONFORMANCE_DIR] Prints one line per case and "N passed, M failed". With --expected, exits non-zero if any
+// case named in FILE (one name per line, '#' comments) does not pass. --set adds a config override to every
+// case, after its own. With --data-url (a server that serves CONFORMANCE_DIR: http://HOST:PORT or
+// s3://BUCKET), the CTF and CBF cases read their data file from there (tests/remote/conformance.py starts the
+// servers); the other cases are not run.
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -17,6 +19,7 @@ int main(int argc, char** argv) {
   std::string filter;
   std::string expected_file;
   std::vector<std::string> overrides;
+  std::string data_url;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--filter" && i + 1 < argc) {
@@ -25,12 +28,14 @@ int main(int argc, char** argv) {
       expected_file = argv[++i];
     } else if (arg == "--set" && i + 1 < argc) {
       overrides.push_back(argv[++i]);
+    } else if (arg == "--data-url" && i + 1 < argc) {
+      data_url = argv[++i];
     } else {
       dir = arg;
     }
   }
   std::vector<cntkio::conformance::CaseResult> results =
-      cntkio::conformance::run_cases(dir, filter, overrides);
+      cntkio::conformance::run_cases(dir, filter, overrides, data_url);
   size_t passed = 0, failed = 0, skipped = 0, cntk_passed = 0, cntk_total = 0;
   std::set<std::string> passing, not_run;
   for (const auto& r : results) {
@@ -64,7 +69,8 @@ int main(int argc, char** argv) {
     }
   }
   std::cout << "conformance: " << passed << " passed, " << failed << " failed";
-  if (skipped > 0) std::cout << ", " << skipped << " not run (format not built)";
+  if (skipped > 0)
+    std::cout << ", " << skipped << (data_url.empty() ? " not run (format not built)" : " not run");
   std::cout << '\n';
   return status;
 }

@@ -20,8 +20,12 @@ struct CaseResult {
 /// Runs every included case of `conformance_dir`/cases.json whose name matches `filter` (substring; empty:
 /// all). Changes the working directory while running a case and restores it afterwards.
 /// `extra_overrides` (key=value) are applied after each case's own: the cases must pass with options that
-/// change nothing that is delivered (a chunk cache).
+/// change nothing that is delivered (a chunk cache). With a `data_url` (a URL that serves `conformance_dir`,
+/// e.g. http://127.0.0.1:8080 or s3://bucket), only the CTF and CBF cases that read one data file through a
+/// reader section run, with that file's path rewritten to its URL (a config override of the reader's `file`);
+/// the others are reported as not run.
 std::vector<CaseResult> run_cases(const std::string& conformance_dir, const std::string& filter = {},
-                                  const std::vector<std::string>& extra_overrides = {});
+                                  const std::vector<std::string>& extra_overrides = {},
+                                  const std::string& data_url = {});
 
 }  // namespace cntkio::conformance

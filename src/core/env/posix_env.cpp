@@ -377,9 +377,8 @@ class PosixEnv final : public Env {
 
 }  // namespace
 
-std::shared_ptr<Env> Env::default_env() {
-  static const std::shared_ptr<Env> env = std::make_shared<PosixEnv>();
-  return env;
+std::shared_ptr<Env> make_posix_env() {
+  return std::make_shared<PosixEnv>();
 }
 
 }  // namespace cntkio

@@ -14,6 +14,7 @@
 
 #include "cntkio/ctf.hpp"
 #include "cntkio/errors.hpp"
+#include "core/local_cache.hpp"
 #include "core/logger.hpp"
 #include "core/mapped_file.hpp"
 #include "core/text.hpp"
@@ -608,8 +609,13 @@ std::string ctf_cache_file_name(const CtfOptions& options) {
   std::string alias = main_alias(options);
   const bool symbolic = options.keys && !options.keys->is_numeric();
   const bool hashed = options.keys && options.keys->mode() == KeyMode::kHashed;
-  return options.file + "." + (alias.empty() ? "_" : alias) + "." + (options.skip_sequence_ids ? "1" : "0") +
-         "." + (symbolic ? "1" : "0") + "." + (hashed ? "1" : "0") + ".v1.cache";
+  const std::string suffix = std::string(".") + (alias.empty() ? "_" : alias) + "." +
+                             (options.skip_sequence_ids ? "1" : "0") + "." + (symbolic ? "1" : "0") + "." +
+                             (hashed ? "1" : "0") + ".v1.cache";
+  if (!Env::url_scheme(options.file).empty()) {  // a remote file: its cache is local (docs/remote-data.md)
+    return core::local_cache_path(options.file, Env::current()->file_identity(options.file), suffix);
+  }
+  return options.file + suffix;
 }
 
 std::shared_ptr<Deserializer> make_ctf_deserializer(const CtfOptions& options) {

@@ -48,7 +48,8 @@ struct DataFileStamp {
   uint64_t fingerprint = 0;
   bool operator==(const DataFileStamp&) const = default;
 };
-/// The stamp of the data file whose bytes are `data` and whose identity is `identity`.
+/// The stamp of the data file whose bytes are `data` and whose identity is `identity`: its size, mtime and a
+/// fingerprint of its first and last 64 KiB, or of its ETag where the backend gives one (a remote file).
 DataFileStamp stamp_data_file(std::string_view data, const core::FileIdentity& identity);
 
 /// The footer cntkio writes at the end of its caches, after the chunk table.

@@ -1,0 +1,217 @@
+#include "remote/http_client.hpp"
+
+#include <curl/curl.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "cntkio/errors.hpp"
+
+namespace cntkio::remote {
+namespace {
+
+uint64_t env_number(const char* name, uint64_t fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0') {
+    throw UsageError(std::string("the environment variable ") + name + "='" + text +
+                     "' is not a whole number");
+  }
+  return value;
+}
+
+std::string env_text(const char* name) {
+  const char* text = std::getenv(name);
+  return text == nullptr ? std::string() : std::string(text);
+}
+
+std::string trim(std::string text) {
+  while (!text.empty() && (text.back() == '\r' || text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  size_t start = 0;
+  while (start < text.size() && text[start] == ' ') ++start;
+  return text.substr(start);
+}
+
+bool header_is(const std::string& line, const char* name) {
+  const size_t n = std::strlen(name);
+  return line.size() > n && line[n] == ':' && ::strncasecmp(line.c_str(), name, n) == 0;
+}
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  static_cast<Response*>(user)->body.append(data, size * count);
+  return size * count;
+}
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto* response = static_cast<Response*>(user);
+  const std::string line(data, size * count);
+  if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a redirect or 100-continue)
+    response->etag.clear();
+    response->total_size = 0;
+  } else if (header_is(line, "etag")) {
+    response->etag = trim(line.substr(5));
+  } else if (header_is(line, "content-range")) {
+    const size_t slash = line.rfind('/');
+    if (slash != std::string::npos)
+      response->total_size = std::strtoull(line.c_str() + slash + 1, nullptr, 10);
+  } else if (header_is(line, "content-length")) {
+    response->content_length = std::strtoull(line.c_str() + 15, nullptr, 10);
+  }
+  return size * count;
+}
+
+bool worth_retrying(long status) {
+  return status >= 500 || status == 429;
+}
+
+}  // namespace
+
+RemoteSettings RemoteSettings::from_environment() {
+  RemoteSettings s;
+  // Whole pages: a lazy mapping fills a block at a time (lazy_mapping.hpp).
+  s.block_size =
+      std::max<uint64_t>(1, (env_number("CNTKIO_REMOTE_BLOCK_SIZE", s.block_size) + 4095) / 4096) * 4096;
+  s.map = env_number("CNTKIO_REMOTE_MAP", 1) != 0;
+  s.cache_bytes = env_number("CNTKIO_REMOTE_CACHE_BYTES", s.cache_bytes);
+  s.parallel = static_cast<unsigned>(std::max<uint64_t>(1, env_number("CNTKIO_REMOTE_PARALLEL", s.parallel)));
+  s.request_size = std::max(s.block_size, env_number("CNTKIO_REMOTE_REQUEST_SIZE", s.request_size));
+  s.read_ahead = env_number("CNTKIO_REMOTE_READ_AHEAD", s.read_ahead);
+  s.tries = static_cast<unsigned>(std::max<uint64_t>(1, env_number("CNTKIO_REMOTE_TRIES", s.tries)));
+  s.backoff_ms = static_cast<unsigned>(env_number("CNTKIO_REMOTE_BACKOFF_MS", s.backoff_ms));
+  s.timeout_s =
+      static_cast<unsigned>(std::max<uint64_t>(1, env_number("CNTKIO_REMOTE_TIMEOUT_S", s.timeout_s)));
+  return s;
+}
+
+S3Settings S3Settings::from_environment() {
+  S3Settings s;
+  std::string region = env_text("AWS_REGION");
+  if (region.empty()) region = env_text("AWS_DEFAULT_REGION");
+  if (!region.empty()) s.region = region;
+  s.endpoint = env_text("AWS_ENDPOINT_URL");
+  while (!s.endpoint.empty() && s.endpoint.back() == '/') s.endpoint.pop_back();
+  s.access_key = env_text("AWS_ACCESS_KEY_ID");
+  s.secret_key = env_text("AWS_SECRET_ACCESS_KEY");
+  s.session_token = env_text("AWS_SESSION_TOKEN");
+  return s;
+}
+
+std::string range_text(uint64_t first, uint64_t last) {
+  return "bytes " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+// Idle easy handles: reusing one reuses its connection (keep-alive).
+struct HttpClient::Pool {
+  std::mutex mutex;
+  std::vector<CURL*> idle;
+};
+
+HttpClient::HttpClient(RemoteSettings settings) : settings_(settings), pool_(new Pool) {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+HttpClient::~HttpClient() {
+  for (CURL* handle : pool_->idle) curl_easy_cleanup(handle);
+  delete pool_;
+}
+
+Response HttpClient::perform(const Request& request, const std::string& name, unsigned* tries_out) {
+  CURL* handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(pool_->mutex);
+    if (!pool_->idle.empty()) {
+      handle = pool_->idle.back();
+      pool_->idle.pop_back();
+    }
+  }
+  if (handle == nullptr) handle = curl_easy_init();
+  if (handle == nullptr) throw IoError("cannot start a libcurl request for", name, ENOMEM);
+  struct Release {
+    Pool* pool;
+    CURL* handle;
+    ~Release() {
+      std::lock_guard<std::mutex> lock(pool->mutex);
+      pool->idle.push_back(handle);
+    }
+  } release{pool_, handle};
+
+  const std::string range =
+      request.has_range ? std::to_string(request.range_first) + "-" + std::to_string(request.range_last) : "";
+  const std::string what_range =
+      request.has_range ? " reading " + range_text(request.range_first, request.range_last) : "";
+  Response response;
+  CURLcode code = CURLE_OK;
+  char error_text[CURL_ERROR_SIZE] = {0};
+  unsigned tries = 0;
+  for (unsigned attempt = 0; attempt < settings_.tries; ++attempt) {
+    if (attempt > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(uint64_t{settings_.backoff_ms} << (attempt - 1)));
+    }
+    ++tries;
+    response = Response{};
+    error_text[0] = '\0';
+    curl_easy_reset(handle);
+    curl_easy_setopt(handle, CURLOPT_URL, request.url.c_str());
+    curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_text);
+    curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT, static_cast<long>(settings_.timeout_s));
+    // A transfer that moves less than 1 byte a second for the timeout is stalled (a server that hangs).
+    curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, static_cast<long>(settings_.timeout_s));
+    curl_easy_setopt(handle, CURLOPT_FILETIME, 1L);
+    // Large receive buffers: fewer, larger callbacks (the default 16 KiB halves the throughput).
+    curl_easy_setopt(handle, CURLOPT_BUFFERSIZE, 512L * 1024);
+    curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(handle, CURLOPT_WRITEDATA, &response);
+    curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(handle, CURLOPT_HEADERDATA, &response);
+    if (request.head) curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
+    if (request.has_range) curl_easy_setopt(handle, CURLOPT_RANGE, range.c_str());
+    curl_slist* headers = nullptr;
+    std::string userpwd;
+    std::string sigv4;
+    const S3Settings aws = request.sign_s3 ? s3() : S3Settings{};
+    if (request.sign_s3 && !aws.access_key.empty()) {
+      sigv4 = "aws:amz:" + aws.region + ":s3";
+      userpwd = aws.access_key + ":" + aws.secret_key;
+      curl_easy_setopt(handle, CURLOPT_AWS_SIGV4, sigv4.c_str());
+      curl_easy_setopt(handle, CURLOPT_USERPWD, userpwd.c_str());
+      // S3 wants the payload's hash; libcurl 7.88 does not send it, and signs it when it is given.
+      headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+      if (!aws.session_token.empty()) {
+        headers = curl_slist_append(headers, ("x-amz-security-token: " + aws.session_token).c_str());
+      }
+    }
+    if (request.has_range) response.body.reserve(request.range_last - request.range_first + 1);
+    if (headers != nullptr) curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
+    code = curl_easy_perform(handle);
+    curl_slist_free_all(headers);
+    if (code == CURLE_OK) {
+      curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &response.status);
+      long filetime = -1;
+      curl_easy_getinfo(handle, CURLINFO_FILETIME, &filetime);
+      response.mtime_s = filetime;
+      if (request.head && response.total_size == 0) response.total_size = response.content_length;
+      if (!worth_retrying(response.status)) break;
+    }
+  }
+  if (tries_out != nullptr) *tries_out = tries;
+  if (code != CURLE_OK) {
+    const std::string detail = error_text[0] != '\0' ? error_text : curl_easy_strerror(code);
+    throw IoError(detail + (request.has_range ? ";" : "") + what_range + " (after " + std::to_string(tries) +
+                      (tries == 1 ? " try)" : " tries)") + " of",
+                  name, code == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO);
+  }
+  return response;
+}
+
+}  // namespace cntkio::remote

@@ -1,0 +1,604 @@
+// The remote Env: http://, https:// and s3:// paths read with ranged GETs (docs/remote-data.md). A file is
+// read in blocks (RemoteSettings::block_size) kept in a cache of bounded size shared by every remote file of
+// the process; a read fetches the blocks it lacks in parallel, and reads that walk forward fetch the next
+// blocks ahead. Every response must carry the ETag and size the file had when it was opened: a file changed
+// under its reader is an IoError, never a mix of two versions. Remote paths are read-only.
+#include "remote/remote_env.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <list>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+
+#include "cntkio/env.hpp"
+#include "cntkio/errors.hpp"
+#include "remote/http_client.hpp"
+#include "remote/lazy_mapping.hpp"
+
+namespace cntkio::remote {
+namespace {
+
+// A block's bytes: a view into the body of the GET that fetched it (one GET fetches a run of blocks).
+struct Block {
+  std::shared_ptr<const std::string> body;
+  size_t offset = 0;
+  size_t size = 0;
+  const char* data() const { return body->data() + offset; }
+};
+
+// Limits the GETs in flight of the whole process.
+class Semaphore {
+ public:
+  explicit Semaphore(unsigned count) : count_(count) {}
+  void acquire() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return count_ > 0; });
+    --count_;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++count_;
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  unsigned count_;
+};
+
+// Fetched blocks by (URL, ETag, block number), least recently used evicted first once they hold more than
+// the bound. A block being fetched counts with the size it will have.
+class BlockCache {
+ public:
+  explicit BlockCache(uint64_t bound) : bound_(bound) {}
+
+  struct Key {
+    std::string url;
+    std::string etag;
+    uint64_t block;
+    bool operator<(const Key& o) const {
+      return std::tie(url, etag, block) < std::tie(o.url, o.etag, o.block);
+    }
+  };
+
+  // The block's future, and whether the caller must start its fetch (fulfil `promise`).
+  std::shared_future<Block> find_or_claim(const Key& key, uint64_t bytes, std::promise<Block>& promise,
+                                          bool& claimed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      claimed = false;
+      return it->second.future;
+    }
+    claimed = true;
+    std::shared_future<Block> future = promise.get_future().share();
+    lru_.push_front(key);
+    entries_.emplace(key, Entry{future, bytes, lru_.begin()});
+    held_ += bytes;
+    while (held_ > bound_ && lru_.size() > 1) evict(lru_.back());
+    return future;
+  }
+
+  // Adds a block already fetched, unless the cache has it.
+  void insert(const Key& key, Block block) {
+    std::promise<Block> promise;
+    bool claimed = false;
+    find_or_claim(key, block.size, promise, claimed);
+    if (claimed) promise.set_value(std::move(block));
+  }
+
+  bool contains(const Key& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.count(key) != 0;
+  }
+
+  // Drops a block whose fetch failed, so that a later read tries again.
+  void forget(const Key& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (entries_.count(key)) evict(key);
+  }
+
+  uint64_t held() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return held_;
+  }
+
+ private:
+  struct Entry {
+    std::shared_future<Block> future;
+    uint64_t bytes;
+    std::list<Key>::iterator lru;
+  };
+  void evict(const Key& key) {
+    auto it = entries_.find(key);
+    held_ -= it->second.bytes;
+    lru_.erase(it->second.lru);
+    entries_.erase(it);
+  }
+
+  std::mutex mutex_;
+  uint64_t bound_;
+  uint64_t held_ = 0;
+  std::list<Key> lru_;
+  std::map<Key, Entry> entries_;
+};
+
+// Percent-encodes an S3 key (its '/' kept).
+std::string encode_key(std::string_view key) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : key) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string xml_unescape(std::string text) {
+  static const std::pair<const char*, const char*> entities[] = {
+      {"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}};
+  for (const auto& [from, to] : entities) {
+    for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += std::strlen(to)) {
+      text.replace(at, std::strlen(from), to);
+    }
+  }
+  return text;
+}
+
+// The texts of every <tag>...</tag> in `xml` (S3's listings: no nesting of the same tag).
+std::vector<std::string> xml_values(const std::string& xml, const std::string& tag) {
+  std::vector<std::string> out;
+  const std::string open = "<" + tag + ">";
+  const std::string close = "</" + tag + ">";
+  for (size_t at = 0; (at = xml.find(open, at)) != std::string::npos;) {
+    const size_t start = at + open.size();
+    const size_t end = xml.find(close, start);
+    if (end == std::string::npos) break;
+    out.push_back(xml_unescape(xml.substr(start, end - start)));
+    at = end + close.size();
+  }
+  return out;
+}
+
+class RemoteEnv;
+
+// What a block's fetch needs: shared with the fetches in flight, which may outlive the file.
+struct Target {
+  std::shared_ptr<RemoteEnv> env;
+  std::string path;
+  std::string url;
+  bool s3 = false;
+  FileIdentity identity;
+};
+
+class RemoteFile final : public RandomAccessFile {
+ public:
+  explicit RemoteFile(std::shared_ptr<const Target> target) : target_(std::move(target)) {}
+
+  const std::string& path() const override { return target_->path; }
+  const FileIdentity& identity() const override { return target_->identity; }
+  size_t read_at(uint64_t offset, void* buffer, size_t n) const override;
+  uint64_t current_size() const override;
+  std::unique_ptr<FileMapping> map() const override;
+
+ private:
+  // The futures of blocks [first, last], after claiming [first, ahead_to] and starting GETs for what the
+  // cache lacks.
+  std::vector<std::shared_future<Block>> blocks(uint64_t first, uint64_t last, uint64_t ahead_to) const;
+  uint64_t ahead_to(uint64_t offset, size_t n, uint64_t last) const;
+
+ public:
+  /// Block `b` for a lazy mapping (waits for it; IoError).
+  Block block_for_mapping(uint64_t b) const;
+
+ private:
+  std::shared_ptr<const Target> target_;
+  mutable std::mutex mutex_;
+  // Reads that walk forward (a few at once: threads parsing parts of one chunk): where each starts next and
+  // how far it has walked.
+  struct Walk {
+    uint64_t end = UINT64_MAX;
+    uint64_t walked = 0;
+  };
+  mutable std::array<Walk, 8> walks_;
+  mutable size_t next_walk_ = 0;
+};
+
+class RemoteSequentialFile final : public SequentialFile {
+ public:
+  explicit RemoteSequentialFile(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}
+  const std::string& path() const override { return file_->path(); }
+  size_t read(void* buffer, size_t n) override {
+    const size_t got = file_->read_at(position_, buffer, n);
+    position_ += got;
+    return got;
+  }
+  void skip(uint64_t n) override { position_ = std::min(file_->size(), position_ + n); }
+
+ private:
+  std::unique_ptr<RandomAccessFile> file_;
+  uint64_t position_ = 0;
+};
+
+class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEnv> {
+ public:
+  RemoteEnv()
+      : client_(RemoteSettings::from_environment()),
+        cache_(client_.settings().cache_bytes),
+        slots_(client_.settings().parallel) {}
+
+  HttpClient& client() { return client_; }
+  BlockCache& cache() { return cache_; }
+  Semaphore& slots() { return slots_; }
+
+  // The http(s) URL of `path`, and whether it is signed as S3.
+  std::string url_of(const std::string& path, bool& s3) const {
+    s3 = Env::url_scheme(path) == "s3";
+    if (!s3) return path;
+    const std::string rest = path.substr(5);
+    const size_t slash = rest.find('/');
+    const std::string bucket = rest.substr(0, slash);
+    const std::string key = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    if (bucket.empty()) throw UsageError("'" + path + "' names no bucket (s3://bucket/key)");
+    const S3Settings s = HttpClient::s3();
+    if (!s.endpoint.empty()) return s.endpoint + "/" + bucket + "/" + encode_key(key);
+    return "https://" + bucket + ".s3." + s.region + ".amazonaws.com/" + encode_key(key);
+  }
+
+  // HEAD: the identity of the remote file. Throws IoError (ENOENT for 404 and
+  // 403 without a listing right).
+  FileIdentity head(const std::string& path, std::string_view open_failure, bool first_block = true) {
+    // A reader asks for the identity of a file and opens it right after (the CTF index cache's name, then
+    // the file): one HEAD serves the requests of a second.
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> lock(heads_mutex_);
+      const auto it = heads_.find(path);
+      if (it != heads_.end() && now - it->second.first < std::chrono::seconds(1)) return it->second.second;
+    }
+    FileIdentity identity = head_now(path, open_failure, first_block);
+    std::lock_guard<std::mutex> lock(heads_mutex_);
+    if (heads_.size() > 4096) heads_.clear();
+    heads_[path] = {now, identity};
+    return identity;
+  }
+
+  // The identity from a GET of the first block, which goes into the cache (a reader that opens a file reads
+  // its first bytes next: one request instead of two), or from a HEAD.
+  FileIdentity head_now(const std::string& path, std::string_view open_failure, bool first_block) {
+    bool s3 = false;
+    Request request;
+    request.url = url_of(path, s3);
+    request.head = !first_block;
+    request.has_range = first_block;
+    request.range_last = client_.settings().block_size - 1;
+    request.sign_s3 = s3;
+    unsigned tries = 0;
+    Response response = client_.perform(request, path, &tries);
+    if (first_block && response.status == 416) return head_now(path, open_failure, false);  // an empty file
+    if (first_block && response.status == 206) {
+      const uint64_t expected = std::min(client_.settings().block_size, response.total_size);
+      if (response.body.size() == expected && expected > 0) {
+        auto body = std::make_shared<const std::string>(std::move(response.body));
+        cache_.insert(BlockCache::Key{request.url, response.etag, 0}, Block{body, 0, body->size()});
+      }
+    } else if (first_block && response.status == 200) {
+      response.total_size = response.body.size();  // a server that ignores ranges: the whole file came
+    }
+    if (response.status == 404) {
+      throw IoError(std::string(open_failure) + " (HTTP 404)", path, ENOENT);
+    }
+    if (response.status < 200 || response.status >= 300) {
+      throw IoError(std::string(open_failure) + " (HTTP " + std::to_string(response.status) +
+                        (tries > 1 ? ", after " + std::to_string(tries) + " tries)" : ")"),
+                    path, response.status == 403 ? EACCES : EIO);
+    }
+    FileIdentity identity;
+    identity.size = response.total_size;
+    identity.etag = response.etag;
+    identity.mtime_ns = response.mtime_s < 0 ? 0 : response.mtime_s * 1000000000;
+    identity.ctime_ns = identity.mtime_ns;
+    return identity;
+  }
+
+  std::unique_ptr<RandomAccessFile> new_random_access_file(const std::string& path,
+                                                           std::string_view open_failure) override {
+    if (path.find('\0') != std::string::npos) throw UsageError("a path holds a NUL byte");
+    bool s3 = false;
+    std::string url = url_of(path, s3);
+    if (url.back() == '/') throw IoError(std::string(open_failure) + " (a folder)", path, EISDIR);
+    auto target = std::make_shared<Target>();
+    target->identity = head(path, open_failure);
+    target->env = shared_from_this();
+    target->path = path;
+    target->url = std::move(url);
+    target->s3 = s3;
+    return std::make_unique<RemoteFile>(std::move(target));
+  }
+  std::unique_ptr<SequentialFile> new_sequential_file(const std::string& path) override {
+    return std::make_unique<RemoteSequentialFile>(new_random_access_file(path, "cannot open input file"));
+  }
+  std::unique_ptr<WritableFile> new_writable_file(const std::string& path,
+                                                  const WritableFileOptions&) override {
+    refuse_write(path);
+  }
+  bool file_exists(const std::string& path) override {
+    try {
+      head(path, "cannot find", false);
+      return true;
+    } catch (const IoError&) {
+      return is_dir(path);
+    }
+  }
+  FileIdentity file_identity(const std::string& path) override { return head(path, "cannot find"); }
+  std::vector<std::string> list_dir(const std::string& dir) override;
+  void remove_file(const std::string& path) override { refuse_write(path); }
+  void rename_file(const std::string&, const std::string& to) override { refuse_write(to); }
+  bool create_dir(const std::string& dir) override { refuse_write(dir); }
+  void remove_dir(const std::string& dir) override { refuse_write(dir); }
+  bool is_dir(const std::string& path) override {
+    if (Env::url_scheme(path) != "s3") return false;
+    try {
+      return !list_dir(path).empty();
+    } catch (const Error&) {
+      return false;
+    }
+  }
+  void sync_folder(const std::string& dir) override { refuse_write(dir); }
+  void sync_storage(const std::string& path) override { refuse_write(path); }
+
+ private:
+  [[noreturn]] static void refuse_write(const std::string& path) {
+    throw UsageError("cannot write '" + path +
+                     "': remote paths are read-only in cntkio (write to a local path; index "
+                     "caches of remote "
+                     "files are kept in the local cache folder, docs/remote-data.md)");
+  }
+
+  HttpClient client_;
+  BlockCache cache_;
+  Semaphore slots_;
+  std::mutex heads_mutex_;
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, FileIdentity>> heads_;
+};
+
+std::vector<std::string> RemoteEnv::list_dir(const std::string& dir) {
+  if (Env::url_scheme(dir) != "s3") {
+    throw IoError(
+        "cannot list (an HTTP server gives no standard listing: name the files, "
+        "or use a list file)",
+        dir, ENOTSUP);
+  }
+  const std::string rest = dir.substr(5);
+  const size_t slash = rest.find('/');
+  const std::string bucket = rest.substr(0, slash);
+  std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  if (!prefix.empty() && prefix.back() != '/') prefix.push_back('/');
+  const S3Settings s = HttpClient::s3();
+  const std::string base = !s.endpoint.empty() ? s.endpoint + "/" + bucket + "/"
+                                               : "https://" + bucket + ".s3." + s.region + ".amazonaws.com/";
+  std::vector<std::string> names;
+  std::string token;
+  for (;;) {
+    std::string query = "?delimiter=%2F&list-type=2&prefix=" + encode_key(prefix);
+    for (size_t at = 0; (at = query.find('/', at)) != std::string::npos;) query.replace(at, 1, "%2F");
+    if (!token.empty()) query = "?continuation-token=" + encode_key(token) + "&" + query.substr(1);
+    Request request;
+    request.url = base + query;
+    request.sign_s3 = true;
+    unsigned tries = 0;
+    const Response response = client_.perform(request, dir, &tries);
+    if (response.status == 404) throw IoError("cannot list (HTTP 404: no such bucket)", dir, ENOENT);
+    if (response.status != 200) {
+      throw IoError("cannot list (HTTP " + std::to_string(response.status) + ")", dir,
+                    response.status == 403 ? EACCES : EIO);
+    }
+    for (const std::string& key : xml_values(response.body, "Key")) {
+      if (key.size() > prefix.size()) names.push_back(key.substr(prefix.size()));
+    }
+    for (const std::string& common : xml_values(response.body, "Prefix")) {
+      if (common.size() > prefix.size() && common.back() == '/') {
+        names.push_back(common.substr(prefix.size(), common.size() - prefix.size() - 1));
+      }
+    }
+    const std::vector<std::string> next = xml_values(response.body, "NextContinuationToken");
+    const std::vector<std::string> truncated = xml_values(response.body, "IsTruncated");
+    if (next.empty() || truncated.empty() || truncated[0] != "true") break;
+    token = next[0];
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+// Fetches blocks [first, first + count) with one ranged GET and checks the answer's version.
+std::shared_ptr<const std::string> fetch_run(const Target& target, uint64_t first, uint64_t count) {
+  RemoteEnv& env = *target.env;
+  const FileIdentity& identity = target.identity;
+  const uint64_t block_size = env.client().settings().block_size;
+  Request request;
+  request.url = target.url;
+  request.sign_s3 = target.s3;
+  request.has_range = true;
+  request.range_first = first * block_size;
+  request.range_last = std::min(identity.size, (first + count) * block_size) - 1;
+  unsigned tries = 0;
+  env.slots().acquire();
+  Response response;
+  try {
+    response = env.client().perform(request, target.path, &tries);
+  } catch (...) {
+    env.slots().release();
+    throw;
+  }
+  env.slots().release();
+  const std::string range = range_text(request.range_first, request.range_last);
+  const std::string after = tries > 1 ? " (after " + std::to_string(tries) + " tries)" : "";
+  if (response.status == 404) throw IoError("HTTP 404 reading " + range + after + " of", target.path, ENOENT);
+  if (response.status != 206 && response.status != 200) {
+    throw IoError("HTTP " + std::to_string(response.status) + " reading " + range + after + " of",
+                  target.path, response.status == 403 ? EACCES : EIO);
+  }
+  const uint64_t expected = request.range_last - request.range_first + 1;
+  const bool whole = response.status == 200;  // a server that ignores ranges sends the whole file
+  const uint64_t total = whole ? response.body.size() : response.total_size;
+  if (response.etag != identity.etag || total != identity.size) {
+    throw IoError("the remote file changed while being read (ETag " + identity.etag + ", " +
+                      std::to_string(identity.size) + " bytes when opened; now ETag " + response.etag + ", " +
+                      std::to_string(total) + " bytes) at " + range + "; nothing read from it since is used:",
+                  target.path, ESTALE);
+  }
+  if (whole) return std::make_shared<const std::string>(response.body.substr(request.range_first, expected));
+  if (response.body.size() != expected) {
+    throw IoError(
+        "short response (" + std::to_string(response.body.size()) + " bytes) reading " + range + " of",
+        target.path, EIO);
+  }
+  return std::make_shared<const std::string>(std::move(response.body));
+}
+
+// Starts one GET for the claimed blocks [first, first + promises.size()), fulfilling their promises.
+void start_run(const std::shared_ptr<const Target>& target, uint64_t first,
+               std::vector<std::promise<Block>> promises) {
+  std::thread([target, first, promises = std::move(promises)]() mutable {
+    const uint64_t block_size = target->env->client().settings().block_size;
+    try {
+      std::shared_ptr<const std::string> body = fetch_run(*target, first, promises.size());
+      for (size_t i = 0; i < promises.size(); ++i) {
+        const size_t offset = i * block_size;
+        promises[i].set_value(Block{body, offset, std::min<size_t>(block_size, body->size() - offset)});
+      }
+    } catch (...) {
+      for (size_t i = 0; i < promises.size(); ++i) {
+        target->env->cache().forget(BlockCache::Key{target->url, target->identity.etag, first + i});
+        promises[i].set_exception(std::current_exception());
+      }
+    }
+  }).detach();
+}
+
+std::vector<std::shared_future<Block>> RemoteFile::blocks(uint64_t first, uint64_t last,
+                                                          uint64_t ahead_to) const {
+  const Target& t = *target_;
+  const RemoteSettings& settings = t.env->client().settings();
+  const uint64_t per_request = std::max<uint64_t>(1, settings.request_size / settings.block_size);
+  std::vector<std::shared_future<Block>> needed;
+  uint64_t run_first = 0;
+  std::vector<std::promise<Block>> run;
+  for (uint64_t b = first; b <= ahead_to; ++b) {
+    std::promise<Block> promise;
+    bool claimed = false;
+    std::shared_future<Block> future = t.env->cache().find_or_claim(
+        BlockCache::Key{t.url, t.identity.etag, b},
+        std::min(settings.block_size, t.identity.size - b * settings.block_size), promise, claimed);
+    if (b <= last) needed.push_back(future);
+    if (claimed) {
+      if (run.empty()) run_first = b;
+      run.push_back(std::move(promise));
+    }
+    // A run ends at a block the cache had, at the request size, or at the end.
+    if (!run.empty() && (!claimed || run.size() == per_request || b == ahead_to)) {
+      start_run(target_, run_first, std::move(run));
+      run.clear();
+    }
+  }
+  return needed;
+}
+
+size_t RemoteFile::read_at(uint64_t offset, void* buffer, size_t n) const {
+  const FileIdentity& identity = target_->identity;
+  if (offset >= identity.size || n == 0) return 0;
+  n = static_cast<size_t>(std::min<uint64_t>(n, identity.size - offset));
+  const RemoteSettings& settings = target_->env->client().settings();
+  const uint64_t first = offset / settings.block_size;
+  const uint64_t last = (offset + n - 1) / settings.block_size;
+  const std::vector<std::shared_future<Block>> needed = blocks(first, last, ahead_to(offset, n, last));
+  char* out = static_cast<char*>(buffer);
+  for (uint64_t b = first; b <= last; ++b) {
+    const Block data = needed[b - first].get();
+    const uint64_t block_start = b * settings.block_size;
+    const uint64_t from = std::max(offset, block_start);
+    const uint64_t to = std::min<uint64_t>(offset + n, block_start + data.size);
+    std::memcpy(out + (from - offset), data.data() + (from - block_start), to - from);
+  }
+  return n;
+}
+
+// The last block to fetch for a read of [offset, offset + n): its own, and the read-ahead when the read
+// continues where the previous one ended.
+uint64_t RemoteFile::ahead_to(uint64_t offset, size_t n, uint64_t last) const {
+  const RemoteSettings& settings = target_->env->client().settings();
+  uint64_t walked = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto walk =
+        std::find_if(walks_.begin(), walks_.end(), [&](const Walk& w) { return w.end == offset; });
+    if (walk != walks_.end()) {
+      walked = walk->walked + n;
+      *walk = Walk{offset + n, walked};
+    } else {
+      walks_[next_walk_] = Walk{offset + n, 0};
+      next_walk_ = (next_walk_ + 1) % walks_.size();
+    }
+  }
+  if (walked == 0) return last;
+  // As the kernel's read-ahead: the window grows with the walk (as far ahead as it has walked), up to the
+  // setting, so a short walk (one chunk's part) fetches little past its end and a long one streams.
+  const uint64_t ahead = std::min(settings.read_ahead, walked);
+  const uint64_t blocks_in_file = (target_->identity.size + settings.block_size - 1) / settings.block_size;
+  return std::min(blocks_in_file - 1, last + ahead / settings.block_size);
+}
+
+Block RemoteFile::block_for_mapping(uint64_t b) const {
+  const RemoteSettings& settings = target_->env->client().settings();
+  const uint64_t offset = b * settings.block_size;
+  const size_t n = static_cast<size_t>(std::min(settings.block_size, target_->identity.size - offset));
+  return blocks(b, b, ahead_to(offset, n, b)).front().get();
+}
+
+// The size when opened: every fetch checks the file's ETag and size, so a change is an error at the next
+// read; asking the server at every check a reader makes would cost a request each.
+uint64_t RemoteFile::current_size() const {
+  return target_->identity.size;
+}
+
+std::unique_ptr<FileMapping> RemoteFile::map() const {
+  if (!target_->env->client().settings().map) return nullptr;
+  // The mapping's own reader: its forward walk (read-ahead) is apart from this file's reads.
+  auto reader = std::make_shared<RemoteFile>(target_);
+  return make_lazy_mapping(target_->identity.size, target_->env->client().settings().block_size,
+                           [reader](uint64_t b) {
+                             Block block = reader->block_for_mapping(b);
+                             return BlockBytes{block.body, block.data(), block.size};
+                           });
+}
+
+}  // namespace
+
+void register_remote_schemes() {
+  static const std::shared_ptr<Env> env = std::make_shared<RemoteEnv>();
+  Env::register_scheme("http", env);
+  Env::register_scheme("https", env);
+  Env::register_scheme("s3", env);
+}
+
+}  // namespace cntkio::remote
