@@ -77,7 +77,7 @@ def test_bench_shows_where_the_time_goes_and_what_the_chunk_cache_holds(cli, tmp
     cached = bench(cli, *(args + ["--chunk-cache", "1MiB"]))
     for got in (plain, cached):
         assert len(got["sweep_seconds"]) == 3 and all(t > 0 for t in got["sweep_seconds"])
-        assert sum(got["sweep_seconds"]) <= got["seconds"] + 1e-6
+        assert sum(got["sweep_seconds"]) <= got["seconds"] + 1e-5  # each printed to the microsecond
         stages = got["stages"]
         assert set(stages) == {"index_s", "load_s", "randomize_s", "pack_s", "chunk_wait_s", "minibatch_wait_s"}
         assert stages["index_s"] > 0 and stages["load_s"] > 0 and stages["pack_s"] > 0

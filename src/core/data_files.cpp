@@ -8,6 +8,7 @@
 #include "cntkio/env.hpp"
 #include "cntkio/errors.hpp"
 #include "core/input_file.hpp"
+#include "core/thread_pool.hpp"
 
 namespace cntkio::core {
 namespace {
@@ -186,6 +187,22 @@ std::vector<std::string> expand_data_files(const std::string& file,
       throw ConfigError(what + ": the data file '" + f + "' is named twice.", "file");
   }
   return out;
+}
+
+std::vector<std::shared_ptr<Deserializer>> open_data_files(
+    const std::vector<std::string>& files,
+    const std::function<std::shared_ptr<Deserializer>(const std::string&)>& open) {
+  std::vector<std::shared_ptr<Deserializer>> parts(files.size());
+  if (files.size() == 1) {
+    parts[0] = open(files[0]);
+    return parts;
+  }
+  constexpr size_t kMostOpenThreads = 8;
+  const size_t helpers = std::min(files.size(), kMostOpenThreads) - 1;
+  // A pool of its own: a file's open may spread its indexing over the pool it runs on (ThreadPool::current).
+  ThreadPool pool(helpers);
+  run_parts(&pool, helpers, files.size(), [&](size_t k) { parts[k] = open(files[k]); });
+  return parts;
 }
 
 std::shared_ptr<Deserializer> join_data_files(std::vector<std::shared_ptr<Deserializer>> parts,

@@ -3,6 +3,7 @@
 // side ([file] arrays, [fileList]) is config/data_files.hpp.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,14 @@ namespace cntkio::core {
 std::vector<std::string> expand_data_files(const std::string& file,
                                            const std::vector<std::string>& more_files,
                                            const std::string& file_list, const std::string& what);
+
+/// `open` applied to each of `files`, the results in the order of `files`. Several files are opened at once,
+/// on up to 8 threads: opening one waits for the network (a remote file) or indexes it (a CTF file without an
+/// index cache), and the files do not depend on each other. A failure is the first failing file's (in the
+/// order of `files`), after every open has ended.
+std::vector<std::shared_ptr<Deserializer>> open_data_files(
+    const std::vector<std::string>& files,
+    const std::function<std::shared_ptr<Deserializer>(const std::string&)>& open);
 
 /// One deserializer over `parts` (one per file, with the same streams), their chunks one after another:
 /// chunks never span files, and the union is randomized, split and checkpointed as one corpus. A key looked

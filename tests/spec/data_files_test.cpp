@@ -48,3 +48,34 @@ TEST(DataFiles, ASpecOverSeveralCtfFilesReadsTheirSequencesInOrderOneChunkPerFil
   EXPECT_EQ(mb.keys, (std::vector<std::string>{"0", "1", "2", "3"}));
   EXPECT_EQ(mb.streams.at(0).layout.num_samples(), 6u);
 }
+
+TEST(DataFiles, OpeningManyFilesAtOnceKeepsTheirOrderAndReportsTheFirstFailingFile) {
+  TempDir dir("files");
+  std::vector<std::string> files;
+  for (int k = 0; k < 12; ++k) {
+    files.push_back(
+        dir.write("s" + std::to_string(k) + ".ctf", std::to_string(k) + " |x " + std::to_string(k) + "\n"));
+  }
+  auto open = [](const std::string& file) {
+    CtfOptions one;
+    one.file = file;
+    one.streams = {CtfStreamOptions{"x", "x", 1, StorageFormat::kDense, false}};
+    return make_ctf_deserializer(one);
+  };
+  const std::vector<std::shared_ptr<Deserializer>> parts = core::open_data_files(files, open);
+  ASSERT_EQ(parts.size(), files.size());
+  for (size_t k = 0; k < parts.size(); ++k) {
+    ASSERT_NE(parts[k], nullptr);
+    EXPECT_EQ(parts[k]->input_files().at(0).path, files[k]);
+  }
+  // Two missing files: the error names the first of them in the list's order, whichever thread failed first.
+  std::vector<std::string> broken = files;
+  broken[9] = dir.file("missing9.ctf");
+  broken[3] = dir.file("missing3.ctf");
+  try {
+    core::open_data_files(broken, open);
+    FAIL() << "a missing file opened";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing3.ctf"), std::string::npos) << e.what();
+  }
+}

@@ -38,14 +38,14 @@ void register_cbf_format() {
     if (context.trace_level) options.trace_level = *context.trace_level;
     std::vector<std::string> files =
         core::expand_data_files(options.file, options.more_files, options.file_list, "The CBF deserializer");
-    std::vector<std::shared_ptr<Deserializer>> parts;
-    for (const std::string& file : files) {
-      CbfOptions one = options;
-      one.file = file;
-      one.more_files.clear();
-      one.file_list.clear();
-      parts.push_back(make_cbf_deserializer(one));
-    }
+    std::vector<std::shared_ptr<Deserializer>> parts =
+        core::open_data_files(files, [&](const std::string& file) {
+          CbfOptions one = options;
+          one.file = file;
+          one.more_files.clear();
+          one.file_list.clear();
+          return make_cbf_deserializer(one);
+        });
     return core::join_data_files(std::move(parts), std::move(files));
   };
   register_deserializer(std::move(type));
