@@ -35,7 +35,7 @@ location fields, errno and causes. Exit codes: 0 success, 1 other error, 2 bad c
 reported as one `warning: skipped ...` line and still exit with 0.
 
 **Start-up and the image component.** `cntkio` starts without loading any image library (`cntkio --version`
-and a `dump` of a small CTF file take about 2 ms; bench/startup). The image format (`ImageDeserializer`,
+and a `dump` of a small CTF file take about 6 ms; bench/startup). The image format (`ImageDeserializer`,
 `Base64ImageDeserializer`, `readerType = ImageReader` and the image transforms) is the component
 `cntkio_image.so`, loaded the first time a config names one of them. It is looked for in the folders of
 `CNTKIO_COMPONENT_PATH` (`:`-separated), beside the `cntkio` binary, and in `<libdir>/cntkio/` of its
