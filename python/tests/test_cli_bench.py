@@ -90,7 +90,9 @@ def test_bench_shows_where_the_time_goes_and_what_the_chunk_cache_holds(cli, tmp
                                     "invalidations": 0}
     cache = cached["chunk_cache"]
     assert cache["budget_bytes"] == 1 << 20 and 0 < cache["bytes"] <= 1 << 20
-    assert cache["chunks"] == cache["misses"] == 1 and cache["hits"] >= 2  # one chunk, parsed once in 3 sweeps
+    # One chunk, parsed once in 3 sweeps (the randomizer keeps it from one sweep to the next, so the cache is not
+    # asked again).
+    assert cache["chunks"] == cache["misses"] == 1
     assert (cached["samples"], cached["sequences"], cached["minibatches"]) == \
         (plain["samples"], plain["sequences"], plain["minibatches"])
 

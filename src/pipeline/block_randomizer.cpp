@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "cntkio/env.hpp"
+#include "cntkio/errors.hpp"
+#include "cntkio/skip_report.hpp"
 #include "pipeline/randomizer_common.hpp"
 
 namespace cntkio::pipeline {
@@ -165,7 +168,8 @@ ChunkPtr BlockRandomizer::chunk_at(size_t source_position) {
 // the window and a chunk or two.
 void BlockRandomizer::evict() {
   if (sequence_randomizer_.at_sweep_end()) {
-    loader_.clear();
+    // The next sweep's first evict() keeps what its window needs of these and drops the rest.
+    if (!chunks_outlive_sweep()) loader_.clear();
     return;
   }
   const auto& chunks = chunk_randomizer_.chunks();
@@ -177,6 +181,27 @@ void BlockRandomizer::evict() {
     return p >= keep_begin && p < keep_end && p % num_workers_ == worker_rank_;
   });
   prefetch_window();
+}
+
+// CNTK parses every chunk again in every sweep. Where that cannot change what is delivered, the chunks loaded
+// at a sweep's end stay for the next sweep instead (a corpus of one chunk is then parsed once, not once per
+// sweep): the data files are the versions opened (a deserializer without files, a user's, may give other data
+// at each load), and no error was tolerated so far (CNTK counts a chunk's errors against maxErrors at every
+// parse).
+bool BlockRandomizer::chunks_outlive_sweep() const {
+  const std::vector<Deserializer::InputFileVersion> files = deserializer_->input_files();
+  if (files.empty()) return false;
+  SkipReport skips;
+  deserializer_->add_skips(skips);
+  if (skips.errors + skips.rows_skipped + skips.samples_skipped > 0) return false;
+  for (const Deserializer::InputFileVersion& file : files) {
+    try {
+      if (Env::current()->file_identity(file.path) != file.identity) return false;
+    } catch (const Error&) {
+      return false;  // gone or unreadable: the next load reports it
+    }
+  }
+  return true;
 }
 
 // Asks the loader for this worker's chunks of the current position's window, plus one ahead, nearest first.

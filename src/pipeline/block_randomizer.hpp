@@ -3,7 +3,9 @@
 // Every sweep s shuffles the chunks and then the sequences within rolling windows, both seeded with
 // seed_offset + s, which reproduces CNTK's order exactly. All workers walk the same global timeline; worker r
 // of W keeps the sequences whose source chunk position is r mod W and only ever loads those chunks. Chunks
-// stay cached while the sequence window may still need them, so memory is bounded by the window.
+// stay cached while the sequence window may still need them, so memory is bounded by the window; those loaded
+// at a sweep's end stay for the next sweep's window when re-parsing them could not change anything
+// (chunks_outlive_sweep).
 //
 // Thread-safety: none; one thread drives an instance (the packer's).
 #pragma once
@@ -71,6 +73,7 @@ class BlockRandomizer : public SequenceEnumerator {
                                  bool at_least_one);
   ChunkPtr chunk_at(size_t source_position);
   void evict();
+  bool chunks_outlive_sweep() const;
 
   std::shared_ptr<Deserializer> deserializer_;
   ChunkRandomizer chunk_randomizer_;
