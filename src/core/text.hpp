@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cntkio::core {
 
@@ -23,6 +24,23 @@ inline bool iequals(std::string_view a, std::string_view b) {
     if (x != y) return false;
   }
   return true;
+}
+
+/// The non-empty items of a ':'-separated list of folders (as PATH); none for a null `list`.
+inline std::vector<std::string> split_path_list(const char* list) {
+  std::vector<std::string> out;
+  if (list == nullptr) return out;
+  std::string item;
+  for (const char* p = list;; ++p) {
+    if (*p == ':' || *p == '\0') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+      if (*p == '\0') break;
+    } else {
+      item += *p;
+    }
+  }
+  return out;
 }
 
 }  // namespace cntkio::core

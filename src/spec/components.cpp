@@ -98,19 +98,7 @@ std::string host_file(link_map*& map) {
 // Folders searched in order: CNTKIO_COMPONENT_PATH's, then beside the host (the build tree, the Python
 // package), <libdir>/cntkio for libcntkio.so in <libdir>, and <libdir>/cntkio for a program in <bindir>.
 std::vector<std::string> folders(const std::string& host) {
-  std::vector<std::string> out;
-  if (const char* list = std::getenv("CNTKIO_COMPONENT_PATH")) {
-    std::string item;
-    for (const char* p = list;; ++p) {
-      if (*p == ':' || *p == '\0') {
-        if (!item.empty()) out.push_back(item);
-        item.clear();
-        if (*p == '\0') break;
-      } else {
-        item += *p;
-      }
-    }
-  }
+  std::vector<std::string> out = core::split_path_list(std::getenv("CNTKIO_COMPONENT_PATH"));
   const std::string dir = host.substr(0, host.find_last_of('/'));
   out.push_back(dir);
   out.push_back(dir + "/cntkio");

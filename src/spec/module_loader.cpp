@@ -46,22 +46,6 @@ bool is_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-std::vector<std::string> split_path_list(const char* list) {
-  std::vector<std::string> out;
-  if (list == nullptr) return out;
-  std::string item;
-  for (const char* p = list;; ++p) {
-    if (*p == ':' || *p == '\0') {
-      if (!item.empty()) out.push_back(item);
-      item.clear();
-      if (*p == '\0') break;
-    } else {
-      item += *p;
-    }
-  }
-  return out;
-}
-
 std::string last_dl_error(const char* fallback) {
   const char* error = ::dlerror();
   return error != nullptr ? error : fallback;
@@ -101,7 +85,7 @@ bool search_folder(Search& search, const std::string& folder) {
 void search_folders(Search& search, const std::string& config_directory) {
   if (!config_directory.empty() && search_folder(search, config_directory)) return;
   const char* plugin_path = std::getenv("CNTKIO_PLUGIN_PATH");
-  const std::vector<std::string> folders = split_path_list(plugin_path);
+  const std::vector<std::string> folders = core::split_path_list(plugin_path);
   if (folders.empty()) search.note("CNTKIO_PLUGIN_PATH", "not set or empty");
   for (const std::string& folder : folders) {
     if (search_folder(search, folder)) return;

@@ -17,36 +17,8 @@
 namespace cntkio::pipeline {
 namespace {
 
+using testing::FileMock;
 using testing::MockDeserializer;
-
-// The mock's chunks, said to come from `path` (empty: from no file), and an error counted by every load of
-// chunk `bad_chunk`.
-class FileMock : public MockDeserializer {
- public:
-  FileMock(size_t chunks, size_t per_chunk, std::string path)
-      : MockDeserializer(std::vector<std::vector<uint32_t>>(chunks, std::vector<uint32_t>(per_chunk, 1))),
-        path_(std::move(path)) {
-    if (!path_.empty()) identity_ = Env::current()->file_identity(path_);
-  }
-  std::vector<InputFileVersion> input_files() const override {
-    if (path_.empty()) return {};
-    return {{path_, identity_}};
-  }
-  ChunkPtr load_chunk(uint32_t chunk_id) override {
-    if (chunk_id == bad_chunk) ++errors_;
-    if (on_load) on_load(chunk_id);
-    return MockDeserializer::load_chunk(chunk_id);
-  }
-  void add_skips(SkipReport& report) const override { report.errors += errors_; }
-
-  uint32_t bad_chunk = UINT32_MAX;
-  std::function<void(uint32_t)> on_load;  // runs at the start of each load (on the loading thread)
-
- private:
-  std::string path_;
-  FileIdentity identity_;
-  uint64_t errors_ = 0;
-};
 
 class ChunkCacheTest : public ::testing::Test {
  protected:

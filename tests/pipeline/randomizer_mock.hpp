@@ -7,12 +7,16 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "cntkio/deserializer.hpp"
+#include "cntkio/env.hpp"
+#include "cntkio/skip_report.hpp"
 #include "pipeline/sequence_enumerator.hpp"
 
 namespace cntkio::pipeline::testing {
@@ -194,5 +198,35 @@ inline EpochConfiguration epoch_config(size_t samples = kRequestDataSize, size_t
   c.worker_rank = rank;
   return c;
 }
+
+/// The mock's `chunks` chunks of `per_chunk` one-sample sequences, said to come from `path` (empty: from no
+/// file, as a user's source), with the tolerated errors it reports: `errors`, plus one counted by every load
+/// of chunk `bad_chunk`. `on_load` runs at the start of each load (on the loading thread).
+class FileMock : public MockDeserializer {
+ public:
+  FileMock(size_t chunks, size_t per_chunk, std::string path)
+      : MockDeserializer(std::vector<std::vector<uint32_t>>(chunks, std::vector<uint32_t>(per_chunk, 1))),
+        path_(std::move(path)) {
+    if (!path_.empty()) identity_ = Env::current()->file_identity(path_);
+  }
+  std::vector<InputFileVersion> input_files() const override {
+    if (path_.empty()) return {};
+    return {{path_, identity_}};
+  }
+  ChunkPtr load_chunk(uint32_t chunk_id) override {
+    if (chunk_id == bad_chunk) ++errors;
+    if (on_load) on_load(chunk_id);
+    return MockDeserializer::load_chunk(chunk_id);
+  }
+  void add_skips(SkipReport& report) const override { report.errors += errors; }
+
+  uint32_t bad_chunk = UINT32_MAX;
+  uint64_t errors = 0;
+  std::function<void(uint32_t)> on_load;
+
+ private:
+  std::string path_;
+  FileIdentity identity_;
+};
 
 }  // namespace cntkio::pipeline::testing

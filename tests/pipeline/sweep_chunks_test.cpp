@@ -16,28 +16,7 @@
 namespace cntkio::pipeline {
 namespace {
 
-using testing::MockDeserializer;
-
-// The mock's chunks, said to come from `path` (empty: from no file), with `errors` tolerated errors counted.
-class FileBackedMock : public MockDeserializer {
- public:
-  FileBackedMock(size_t chunks, size_t per_chunk, std::string path)
-      : MockDeserializer(std::vector<std::vector<uint32_t>>(chunks, std::vector<uint32_t>(per_chunk, 1))),
-        path_(std::move(path)) {
-    if (!path_.empty()) identity_ = Env::current()->file_identity(path_);
-  }
-  std::vector<InputFileVersion> input_files() const override {
-    if (path_.empty()) return {};
-    return {{path_, identity_}};
-  }
-  void add_skips(SkipReport& report) const override { report.errors += errors; }
-
-  uint64_t errors = 0;
-
- private:
-  std::string path_;
-  FileIdentity identity_;
-};
+using testing::FileMock;
 
 class SweepChunks : public ::testing::Test {
  protected:
@@ -75,8 +54,8 @@ class SweepChunks : public ::testing::Test {
 };
 
 TEST_F(SweepChunks, AOneChunkCorpusIsParsedOnceForManySweepsWithTheSameSequences) {
-  auto kept = std::make_shared<FileBackedMock>(1, 10, path_);
-  auto reparsed = std::make_shared<FileBackedMock>(1, 10, "");  // no file: loaded again every sweep
+  auto kept = std::make_shared<FileMock>(1, 10, path_);
+  auto reparsed = std::make_shared<FileMock>(1, 10, "");  // no file: loaded again every sweep
   BlockRandomizer a(kept, 1, false, 7);
   BlockRandomizer b(reparsed, 1, false, 7);
   const std::vector<uint64_t> keys = read_sweeps(a, 4, 10);
@@ -87,8 +66,8 @@ TEST_F(SweepChunks, AOneChunkCorpusIsParsedOnceForManySweepsWithTheSameSequences
 }
 
 TEST_F(SweepChunks, ChunksOfManyChunksAreKeptOnlyWhereTheNextWindowNeedsThem) {
-  auto kept = std::make_shared<FileBackedMock>(6, 5, path_);
-  auto reparsed = std::make_shared<FileBackedMock>(6, 5, "");
+  auto kept = std::make_shared<FileMock>(6, 5, path_);
+  auto reparsed = std::make_shared<FileMock>(6, 5, "");
   BlockRandomizer a(kept, 2, false, 3);  // a window of 2 chunks
   BlockRandomizer b(reparsed, 2, false, 3);
   EXPECT_EQ(read_sweeps(a, 3, 30), read_sweeps(b, 3, 30));
@@ -97,13 +76,13 @@ TEST_F(SweepChunks, ChunksOfManyChunksAreKeptOnlyWhereTheNextWindowNeedsThem) {
 }
 
 TEST_F(SweepChunks, ATolerantErrorOrAChangedFileMeansParsingAgainAsCntkDoes) {
-  auto with_errors = std::make_shared<FileBackedMock>(1, 10, path_);
+  auto with_errors = std::make_shared<FileMock>(1, 10, path_);
   with_errors->errors = 1;  // CNTK counts a chunk's errors at every parse
   BlockRandomizer a(with_errors, 1, false, 7);
   read_sweeps(a, 3, 10);
   EXPECT_EQ(with_errors->counters().loads, 3u);
 
-  auto changed = std::make_shared<FileBackedMock>(1, 10, path_);
+  auto changed = std::make_shared<FileMock>(1, 10, path_);
   std::ofstream(path_, std::ios::app) << " more";  // a new version since it was opened
   BlockRandomizer b(changed, 1, false, 7);
   read_sweeps(b, 3, 10);
