@@ -324,3 +324,21 @@ def test_a_lazy_mapping_in_a_forked_child_is_an_error_not_zeros(data):
         for line in lines[2:]:
             assert line.startswith("error reading the mapped file failed (a remote file's mapping does not survive "
                                    "fork()"), line
+
+
+def test_a_lazy_mapping_gives_back_its_oldest_blocks_past_its_budget_and_fetches_them_again(data):
+    # A mapping's filled blocks are anonymous memory that no page cache takes back: past CNTKIO_REMOTE_MAP_BYTES
+    # the oldest go, and a later touch fetches them again (the same bytes), so a remote corpus read through its
+    # mappings does not stay in memory whole.
+    write_ctf(data / "a.ctf", LENGTHS * 10)
+    ops = ("map:0:10", "map:4096:10", "map:8192:10", "map:0:10")
+    tiny_cache = dict(SMALL_BLOCKS, CNTKIO_REMOTE_CACHE_BYTES="4096")  # the block cache keeps only the last block
+    for map_bytes, fetches_of_block_0 in (("8192", 2), ("1048576", 1)):
+        with servers.Nginx(data) as nginx:
+            url = nginx.url + "/a.ctf"
+            require_lazy_mapping(url)
+            lines = remote_read(url, *ops, env=dict(tiny_cache, CNTKIO_REMOTE_MAP_BYTES=map_bytes))
+            assert all(line.startswith("ok 10 ") for line in lines), lines
+            assert lines[0] == lines[3]
+            gets = [r for r in nginx.requests() if r[0] == "GET"]
+            assert sum(1 for r in gets if r[3] == "bytes=0-4095") == fetches_of_block_0, (map_bytes, gets)

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -43,6 +45,37 @@ std::mutex g_live_mutex;
 std::set<LazyMapping*>& live_mappings() {
   static std::set<LazyMapping*> live;
   return live;
+}
+
+// The filled blocks of every mapping, oldest first (under g_live_mutex). Their memory is anonymous: no page
+// cache gives it back as it does for a local file's pages, so a whole remote corpus read through its mappings
+// would stay in memory. Past a budget the oldest blocks are dropped (MADV_DONTNEED) and fetched again when
+// touched again: the ETag check keeps the bytes the same.
+struct FilledBlock {
+  LazyMapping* mapping;
+  uint64_t block;
+  uint64_t bytes;
+};
+std::deque<FilledBlock>& filled_blocks() {
+  static std::deque<FilledBlock> filled;
+  return filled;
+}
+uint64_t g_filled_bytes = 0;
+
+// CNTKIO_REMOTE_MAP_BYTES, else half the machine's memory.
+uint64_t filled_budget() {
+  static const uint64_t budget = [] {
+    if (const char* text = std::getenv("CNTKIO_REMOTE_MAP_BYTES")) {
+      char* end = nullptr;
+      const unsigned long long value = std::strtoull(text, &end, 10);
+      if (end != text && *end == '\0' && value > 0) return static_cast<uint64_t>(value);
+    }
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page = ::sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return uint64_t{1} << 30;
+    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2;
+  }();
+  return budget;
 }
 void before_fork();
 void after_fork_in_parent();
@@ -88,6 +121,15 @@ class LazyMapping final : public FileMapping {
     {
       std::lock_guard<std::mutex> lock(g_live_mutex);
       live_mappings().erase(this);
+      std::deque<FilledBlock>& filled = filled_blocks();
+      for (auto it = filled.begin(); it != filled.end();) {
+        if (it->mapping == this) {
+          g_filled_bytes -= it->bytes;
+          it = filled.erase(it);
+        } else {
+          ++it;
+        }
+      }
     }
     if (!handlers_.empty()) {
       const uint64_t one = 1;  // never read: it keeps every handler's poll awake
@@ -123,6 +165,15 @@ class LazyMapping final : public FileMapping {
     handlers_.clear();
   }
   std::mutex& mutex() { return mutex_; }
+
+  // Gives block `b`'s memory back (under g_live_mutex); its next touch fetches it again.
+  void drop(uint64_t b) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_[b] != kFilled) return;
+    const uint64_t start = b * block_size_;
+    ::madvise(base_ + start, std::min<uint64_t>(block_size_, mapped_ - start), MADV_DONTNEED);
+    state_[b] = kMissing;
+  }
 
  private:
   void serve() {
@@ -187,8 +238,25 @@ class LazyMapping final : public FileMapping {
       uffdio_range range{copy.dst, length};
       ::ioctl(uffd_, UFFDIO_WAKE, &range);
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    state_[b] = kFilled;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      state_[b] = kFilled;
+    }
+    account_filled(b, length);
+  }
+
+  // Records block `b` as filled and drops the oldest blocks of all mappings past the budget.
+  void account_filled(uint64_t b, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(g_live_mutex);
+    std::deque<FilledBlock>& filled = filled_blocks();
+    filled.push_back({this, b, bytes});
+    g_filled_bytes += bytes;
+    while (g_filled_bytes > filled_budget() && filled.size() > 1) {
+      const FilledBlock oldest = filled.front();
+      filled.pop_front();
+      g_filled_bytes -= oldest.bytes;
+      oldest.mapping->drop(oldest.block);
+    }
   }
 
   uint64_t size_;
