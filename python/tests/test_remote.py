@@ -143,7 +143,7 @@ def test_5xx_answers_are_retried_with_backoff(data):
 
 def test_a_range_that_keeps_failing_names_the_url_the_status_the_range_and_the_tries(data):
     write_ctf(data / "a.ctf", LENGTHS)
-    with servers.FailingServer(data, failures=100, methods=("GET",), spare_open=True) as server:
+    with servers.FailingServer(data, failures=100, methods=("GET",), spare_open=True, ranges=True) as server:
         url = server.url + "/a.ctf"
         lines = remote_read(url, "read:5000:10", env=dict(SMALL_BLOCKS, CNTKIO_REMOTE_TRIES="3"))
         assert lines == ["error HTTP 503 reading bytes 4096-8191 (after 3 tries) of '%s': Input/output error" % url]
@@ -342,3 +342,20 @@ def test_a_lazy_mapping_gives_back_its_oldest_blocks_past_its_budget_and_fetches
             assert lines[0] == lines[3]
             gets = [r for r in nginx.requests() if r[0] == "GET"]
             assert sum(1 for r in gets if r[3] == "bytes=0-4095") == fetches_of_block_0, (map_bytes, gets)
+
+
+def test_a_server_that_ignores_ranges_is_read_with_one_download_or_refused_when_the_file_outgrows_the_cache(data):
+    # Python's http.server answers every ranged GET with the whole file (HTTP 200): that answer fills the block
+    # cache, so the file is downloaded once; a file larger than the cache would be downloaded whole at every read.
+    write_ctf(data / "a.ctf", LENGTHS * 10)
+    size = (data / "a.ctf").stat().st_size
+    expected = remote_read(str(data / "a.ctf"), "read:0:5000", "read:%d:100" % (size - 100))
+    with servers.FailingServer(data, failures=0) as server:
+        lines = remote_read(server.url + "/a.ctf", "read:0:5000", "read:%d:100" % (size - 100), env=SMALL_BLOCKS)
+        assert lines == expected
+        assert server.count == 1  # the open's GET brought the whole file
+    with servers.FailingServer(data, failures=0) as server:
+        lines = remote_read(server.url + "/a.ctf", "read:0:10",
+                            env=dict(SMALL_BLOCKS, CNTKIO_REMOTE_CACHE_BYTES=str(size // 2)))
+        assert len(lines) == 1 and lines[0].startswith("error "), lines
+        assert "ignores Range requests" in lines[0] and "a.ctf" in lines[0], lines

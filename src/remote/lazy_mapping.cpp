@@ -229,6 +229,8 @@ class LazyMapping final : public FileMapping {
       source = buffer.data();
       if (!ok) broken_.store(true);
     }
+    // Accounted before the copy wakes the faulting thread: what the budget drops is gone when it reads on.
+    account_filled(b, length);
     uffdio_copy copy{};
     copy.dst = reinterpret_cast<uint64_t>(base_) + start;
     copy.src = reinterpret_cast<uint64_t>(source);
@@ -238,14 +240,12 @@ class LazyMapping final : public FileMapping {
       uffdio_range range{copy.dst, length};
       ::ioctl(uffd_, UFFDIO_WAKE, &range);
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      state_[b] = kFilled;
-    }
-    account_filled(b, length);
+    std::lock_guard<std::mutex> lock(mutex_);
+    state_[b] = kFilled;
   }
 
-  // Records block `b` as filled and drops the oldest blocks of all mappings past the budget.
+  // Records block `b` as filled (it is the newest: never dropped here) and drops the oldest blocks of all
+  // mappings past the budget.
   void account_filled(uint64_t b, uint64_t bytes) {
     std::lock_guard<std::mutex> lock(g_live_mutex);
     std::deque<FilledBlock>& filled = filled_blocks();

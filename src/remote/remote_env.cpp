@@ -101,6 +101,8 @@ class BlockCache {
     if (claimed) promise.set_value(std::move(block));
   }
 
+  uint64_t bound() const { return bound_; }
+
   bool contains(const Key& key) {
     std::lock_guard<std::mutex> lock(mutex_);
     return entries_.count(key) != 0;
@@ -136,6 +138,29 @@ class BlockCache {
   std::list<Key> lru_;
   std::map<Key, Entry> entries_;
 };
+
+// A server that ignores Range (python -m http.server, for one) answers every ranged GET with the whole file
+// (HTTP 200). The body's blocks all go into the cache, so that the file is downloaded once while the cache
+// holds it; a file larger than the cache would be downloaded whole again for read after read: refused.
+void keep_whole_file(BlockCache& cache, uint64_t block_size, const std::string& url, const std::string& etag,
+                     const std::string& path, std::shared_ptr<const std::string> body) {
+  if (body->size() > cache.bound()) {
+    throw IoError(
+        "the server ignores Range requests (it answered a ranged GET with the whole file, HTTP 200), "
+        "and the file's " +
+            std::to_string(body->size()) + " bytes do not fit the block cache (" +
+            std::to_string(cache.bound()) +
+            " bytes, CNTKIO_REMOTE_CACHE_BYTES): every read would download it whole again. Serve it "
+            "from a server that supports ranges (nginx, S3) or copy it to a local disk:",
+        path, EOPNOTSUPP);
+  }
+  for (uint64_t b = 0; b * block_size < body->size(); ++b) {
+    const uint64_t offset = b * block_size;
+    cache.insert(
+        BlockCache::Key{url, etag, b},
+        Block{body, offset, static_cast<size_t>(std::min<uint64_t>(block_size, body->size() - offset))});
+  }
+}
 
 // Percent-encodes an S3 key (its '/' kept).
 std::string encode_key(std::string_view key) {
@@ -303,6 +328,8 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
       }
     } else if (first_block && response.status == 200) {
       response.total_size = response.body.size();  // a server that ignores ranges: the whole file came
+      keep_whole_file(cache_, client_.settings().block_size, request.url, response.etag, path,
+                      std::make_shared<const std::string>(std::move(response.body)));
     }
     if (response.status == 404) {
       throw IoError(std::string(open_failure) + " (HTTP 404)", path, ENOENT);
@@ -467,7 +494,11 @@ std::shared_ptr<const std::string> fetch_run(const Target& target, uint64_t firs
                       std::to_string(total) + " bytes) at " + range + "; nothing read from it since is used:",
                   target.path, ESTALE);
   }
-  if (whole) return std::make_shared<const std::string>(response.body.substr(request.range_first, expected));
+  if (whole) {
+    auto body = std::make_shared<const std::string>(std::move(response.body));
+    keep_whole_file(env.cache(), block_size, target.url, identity.etag, target.path, body);
+    return std::make_shared<const std::string>(body->substr(request.range_first, expected));
+  }
   if (response.body.size() != expected) {
     throw IoError(
         "short response (" + std::to_string(response.body.size()) + " bytes) reading " + range + " of",

@@ -206,10 +206,11 @@ class S3rver:
 class FailingServer:
     """HTTP on 127.0.0.1 serving `root`, answering its first `failures` requests of the `methods` with `status`
     (503); with `spare_open`, requests for the first bytes (`Range: bytes=0-...`, how a file is opened) are
-    served."""
+    served; with `ranges`, ranged GETs get their range (206), else the whole file (200), as http.server does."""
 
-    def __init__(self, root, failures, status=503, methods=("HEAD", "GET"), spare_open=False):
+    def __init__(self, root, failures, status=503, methods=("HEAD", "GET"), spare_open=False, ranges=False):
         self.spare_open = spare_open
+        self.ranges = ranges  # answer `Range: bytes=A-B` with 206 (http.server itself sends the whole file)
         self.root = str(root)
         self.failures = failures
         self.status = status
@@ -246,8 +247,22 @@ class FailingServer:
                     super().do_HEAD()
 
             def do_GET(self):
-                if not self._fail():
+                if self._fail():
+                    return
+                wanted = self.headers.get("Range") or ""
+                if not (outer.ranges and wanted.startswith("bytes=")):
                     super().do_GET()
+                    return
+                path = self.translate_path(self.path)
+                with open(path, "rb") as f:
+                    body = f.read()
+                first, _, last = wanted[len("bytes="):].partition("-")
+                first, last = int(first), min(int(last), len(body) - 1)
+                self.send_response(206)
+                self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, len(body)))
+                self.send_header("Content-Length", str(last - first + 1))
+                self.end_headers()
+                self.wfile.write(body[first:last + 1])
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
