@@ -20,23 +20,7 @@ namespace {
 using testing::FileMock;
 using testing::MockDeserializer;
 
-class ChunkCacheTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("cntkio_chunk_cache_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-    path_ = (dir_ / "data").string();
-    std::ofstream(path_) << "data";
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  std::filesystem::path dir_;
-  std::string path_;
-};
+class ChunkCacheTest : public testing::DataFileTest {};
 
 // 10 one-sample sequences of one float: 40 bytes a chunk.
 constexpr uint64_t kChunkBytes = 10 * sizeof(float);

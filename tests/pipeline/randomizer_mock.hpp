@@ -3,10 +3,13 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <set>
@@ -227,6 +230,27 @@ class FileMock : public MockDeserializer {
  private:
   std::string path_;
   FileIdentity identity_;
+};
+
+/// A fixture with a small data file of its own (`path_`, in the folder `dir_`, removed afterwards), for the
+/// identity a FileMock reports.
+class DataFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("cntkio_data_file_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name() + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "data").string();
+    std::ofstream(path_) << "data";
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::filesystem::path dir_;
+  std::string path_;
 };
 
 }  // namespace cntkio::pipeline::testing

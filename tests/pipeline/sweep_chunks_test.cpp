@@ -18,21 +18,8 @@ namespace {
 
 using testing::FileMock;
 
-class SweepChunks : public ::testing::Test {
+class SweepChunks : public testing::DataFileTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("cntkio_sweep_chunks_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-    path_ = (dir_ / "data").string();
-    std::ofstream(path_) << "data";
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-
   // Reads `sweeps` sweeps in one epoch that crosses sweeps (as cntk.io's v2 reading does); the keys read.
   static std::vector<uint64_t> read_sweeps(BlockRandomizer& randomizer, size_t sweeps, size_t per_sweep) {
     EpochConfiguration config;
@@ -48,9 +35,6 @@ class SweepChunks : public ::testing::Test {
     }
     return keys;
   }
-
-  std::filesystem::path dir_;
-  std::string path_;
 };
 
 TEST_F(SweepChunks, AOneChunkCorpusIsParsedOnceForManySweepsWithTheSameSequences) {
