@@ -1,6 +1,7 @@
 #include "core/data_files.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -97,7 +98,18 @@ class JoinedFiles final : public Deserializer {
 
   ChunkPtr load_chunk(uint32_t chunk_id) override {
     const uint32_t part = part_of_chunk_.at(chunk_id);
-    return parts_[part]->load_chunk(chunk_id - first_chunk_[part]);
+    ChunkPtr chunk = parts_[part]->load_chunk(chunk_id - first_chunk_[part]);
+    if (!chunk) return chunk;
+    PartUse& use = use_->parts[part];
+    use.live.fetch_add(1);
+    use.touched.store(true);
+    // The same chunk, with a release that marks its file as read since the last check.
+    const Chunk* raw = chunk.get();
+    return ChunkPtr(raw, [held = std::move(chunk), uses = use_, part](const Chunk*) mutable {
+      held.reset();
+      uses->parts[part].touched.store(true);
+      uses->parts[part].live.fetch_sub(1);
+    });
   }
 
   std::string key_to_string(const SequenceKey& key) const override { return parts_[0]->key_to_string(key); }
@@ -122,8 +134,14 @@ class JoinedFiles final : public Deserializer {
     for (const auto& part : parts_) part->add_skips(report);
   }
   bool labels_primary_samples() const override { return parts_[0]->labels_primary_samples(); }
+  // Only the files read since the last check: a check may cost a system call per file, and a corpus may
+  // have thousands of files of which a minibatch reads a few.
   void check_inputs_intact() const override {
-    for (const auto& part : parts_) part->check_inputs_intact();
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      PartUse& use = use_->parts[p];
+      const bool touched = use.touched.exchange(false);
+      if (touched || use.live.load() > 0) parts_[p]->check_inputs_intact();
+    }
   }
   // None when a part lists none: its chunks could go stale unseen.
   std::vector<InputFileVersion> input_files() const override {
@@ -162,8 +180,20 @@ class JoinedFiles final : public Deserializer {
     }
   }
 
+  // Which files' chunks were held since the last check_inputs_intact(); shared with the chunks handed out,
+  // which may outlive this object.
+  struct PartUse {
+    std::atomic<int64_t> live{0};  // chunks of the file not released yet
+    std::atomic<bool> touched{false};
+  };
+  struct Uses {
+    explicit Uses(size_t n) : parts(std::make_unique<PartUse[]>(n)) {}
+    std::unique_ptr<PartUse[]> parts;
+  };
+
   std::vector<std::shared_ptr<Deserializer>> parts_;
   std::vector<std::string> files_;
+  std::shared_ptr<Uses> use_ = std::make_shared<Uses>(parts_.size());
   std::vector<ChunkInfo> chunks_;        // all chunks, ids renumbered 0, 1, ...
   std::vector<uint32_t> part_of_chunk_;  // per chunk: the file it comes from
   std::vector<uint32_t> first_chunk_;    // per file: the id of its first chunk

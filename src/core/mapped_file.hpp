@@ -36,8 +36,9 @@ class MappedFile {
   /// The file's identity when it was mapped.
   const FileIdentity& identity() const { return file_.identity(); }
 
-  /// Throws IoError when bytes of the mapping were found missing (the file was cut while mapped): every byte
-  /// read from view() since the last check may be a zero that the file never held.
+  /// Throws IoError when bytes of the mapping were found missing or the file is now shorter than when mapped
+  /// (it was cut while mapped): every byte read from view() since the last check may be a zero that the file
+  /// never held.
   void check_intact() const;
   /// Throws IoError when the file is now shorter than `end` bytes (a cheap check before reading up to `end`).
   void check_covers(uint64_t end) const;

@@ -39,9 +39,11 @@ std::string write_cbf(const TempDir& dir, const std::string& name) {
   return cbf;
 }
 
-std::unique_ptr<MinibatchSource> reader_for(const std::string& cbf, bool randomize) {
-  const std::string config = "r = [ readerType = CNTKBinaryReader ; file = \"" + cbf +
-                             "\" ; randomize = " + (randomize ? "true" : "false") +
+// `files` is one path or a config array of paths: "(a:b)".
+std::unique_ptr<MinibatchSource> reader_for(const std::string& files, bool randomize) {
+  const std::string quoted = files.front() == '(' ? files : "\"" + files + "\"";
+  const std::string config = "r = [ readerType = CNTKBinaryReader ; file = " + quoted +
+                             " ; randomize = " + (randomize ? "true" : "false") +
                              " ; input = [ x = [ alias = x ; dim = 4 ; format = dense ] ] ]\n";
   return MinibatchSource::from_config(Config::from_text(config).get_block("r"));
 }
@@ -81,6 +83,22 @@ TEST(CbfTruncation, AFileCutWhileReadIsAnIoErrorNamingIt) {
   ASSERT_TRUE(source->next_minibatch(mb));
   ASSERT_EQ(::truncate(cbf.c_str(), 100000), 0);
   EXPECT_FALSE(read_sweep(*source, cbf));
+}
+
+// In a corpus of several files the check looks at the files read since the last one.
+TEST(CbfTruncation, AFileOfACorpusCutWhileReadIsAnIoErrorNamingIt) {
+  TempDir dir;
+  const std::string a = write_cbf(dir, "a");
+  const std::string b = write_cbf(dir, "b");
+  for (const bool randomize : {false, true}) {
+    auto source = reader_for("(" + a + ":" + b + ")", randomize);
+    source->start_epoch(256, 0, kFullSweep);
+    Minibatch mb;
+    ASSERT_TRUE(source->next_minibatch(mb));
+    ASSERT_EQ(::truncate(a.c_str(), 100000), 0);
+    EXPECT_FALSE(read_sweep(*source, a)) << "randomize " << randomize;
+    write_cbf(dir, "a");
+  }
 }
 
 TEST(CbfTruncation, AFileCutAtAnyMomentNeverKillsTheProcessNorGivesZeros) {

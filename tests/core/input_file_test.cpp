@@ -117,6 +117,23 @@ TEST(MappedFileGuard, AFileCutWhileMappedReadsZerosAndThenFailsTheCheck) {
   EXPECT_NE(text.find("now has " + std::to_string(2 * page)), std::string::npos) << text;
 }
 
+// Cut inside its last page, the file faults nowhere: the page's rest reads as zeros, and only the size
+// shows that those zeros are not the file's.
+TEST(MappedFileGuard, ACutInsideThePageItsEndFallsInFailsTheCheckWithoutAnyFault) {
+  TempDir dir;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const std::string path = dir.write("big.bin", std::string(32 * page, 'x'));
+  core::MappedFile mapped(path);
+  const uint64_t faults_before = core::testing::guarded_faults();
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(32 * page - 100)), 0);
+  const volatile char* bytes = mapped.data();
+  EXPECT_EQ(bytes[32 * page - 101], 'x');
+  EXPECT_EQ(bytes[32 * page - 50], 0);
+  EXPECT_EQ(core::testing::guarded_faults(), faults_before);
+  const std::string text = error_text<IoError>([&] { mapped.check_intact(); });
+  EXPECT_NE(text.find("now has " + std::to_string(32 * page - 100)), std::string::npos) << text;
+}
+
 namespace {
 std::atomic<int> g_foreign_sigbus{0};
 void count_foreign_sigbus(int) {
