@@ -15,6 +15,10 @@ SequenceRandomizer::SequenceRandomizer(const Deserializer& deserializer, const C
 
 void SequenceRandomizer::reset(uint64_t seed) {
   reseed(engine_, seed);
+  drawn_begin_ = drawn_count_ = 0;
+  draws_used_ = 0;
+  starts_.clear();
+  for (const RandomizedChunk& c : chunks_.chunks()) starts_.push_back(c.sequence_start);
   window_.clear();
   infos_.clear();
   load_begin_ = load_end_ = 0;
@@ -29,11 +33,35 @@ void SequenceRandomizer::ensure_randomized() {
   randomize_next();
 }
 
+// The last position in [first, last) whose sequences start at or before `sequence` (which must lie in
+// them). Branch-free: the draws make every comparison a coin toss, which a branch would mispredict.
 size_t SequenceRandomizer::position_of(size_t sequence, size_t first, size_t last) const {
-  const auto& chunks = chunks_.chunks();
-  auto it = std::upper_bound(chunks.begin() + first, chunks.begin() + last, sequence,
-                             [](size_t s, const RandomizedChunk& c) { return s < c.sequence_start; });
-  return static_cast<size_t>(it - chunks.begin()) - 1;
+  const uint64_t* base = starts_.data() + first;
+  size_t n = last - first;
+  while (n > 1) {
+    const size_t half = n / 2;
+    base = base[half] <= sequence ? base + half : base;
+    n -= half;
+  }
+  return static_cast<size_t>(base - starts_.data());
+}
+
+uint64_t SequenceRandomizer::next_draw() {
+  ++draws_used_;
+  if (drawn_count_ == 0) return engine_();
+  const uint64_t v = drawn_[drawn_begin_];
+  drawn_begin_ = (drawn_begin_ + 1) % kDrawsAhead;
+  --drawn_count_;
+  return v;
+}
+
+// The engine's output k places after the next one (k < kDrawsAhead).
+uint64_t SequenceRandomizer::draw_ahead(size_t k) {
+  while (drawn_count_ <= k) {
+    drawn_[(drawn_begin_ + drawn_count_) % kDrawsAhead] = engine_();
+    ++drawn_count_;
+  }
+  return drawn_[(drawn_begin_ + k) % kDrawsAhead];
 }
 
 // Makes position randomized_end_ final. Every position whose window reaches it must have had its sequences
@@ -65,17 +93,53 @@ void SequenceRandomizer::randomize_next() {
   // move into the other's position. This is what makes the order equal CNTK's.
   const size_t first = randomize_cursor_ == 0 ? 0 : chunks[randomize_cursor_ - 1].sequence_end();
   const size_t last = chunks[next - 1].sequence_end();
+  if (first == 0 && next == n && shuffle_one_window(last)) {
+    finish_position(next);
+    return;
+  }
+  // A window of many sequences is larger than the caches: each swap would wait for a miss. The sequence that
+  // step t + kAhead will draw (if no draw before it is rejected) is prefetched at step t.
+  // Its pick is kept for step t + kAhead, which uses it unless a draw was rejected in between.
+  constexpr size_t kAhead = 16;
+  static_assert(kAhead < kDrawsAhead);
+  struct Pick {
+    uint64_t draw = UINT64_MAX;  // the number of the draw it comes from
+    size_t j = 0;
+    size_t cj = 0;
+  };
+  Pick picks[kAhead] = {};
   size_t c = randomize_cursor_;
+  size_t c_ahead = c;
   for (size_t t = first; t < last; ++t) {
     while (chunks[c].sequence_end() <= t) ++c;
     const size_t wb = chunks[c].window_begin;
     const size_t we = chunks[c].window_end;
     const uint64_t lo = chunks[wb].sequence_start;
     const uint64_t hi = chunks[we - 1].sequence_end();
+    Pick& pick = picks[t % kAhead];
+    const Pick now = pick;
+    if (t + kAhead < last) {
+      while (chunks[c_ahead].sequence_end() <= t + kAhead) ++c_ahead;
+      const size_t wb_ahead = chunks[c_ahead].window_begin;
+      const size_t we_ahead = chunks[c_ahead].window_end;
+      const uint64_t lo_ahead = chunks[wb_ahead].sequence_start;
+      pick.draw = draws_used_ + kAhead;
+      pick.j = lo_ahead + draw_ahead(kAhead) % (chunks[we_ahead - 1].sequence_end() - lo_ahead);
+      pick.cj = position_of(pick.j, wb_ahead, we_ahead);
+      __builtin_prefetch(&at(pick.cj, pick.j - chunks[pick.cj].sequence_start), 1);
+    }
     RandomizedSequence& at_t = at(c, t - chunks[c].sequence_start);
     for (;;) {
-      const size_t j = static_cast<size_t>(rand_mt(engine_, lo, hi));
-      const size_t cj = position_of(j, wb, we);
+      size_t j;
+      size_t cj;
+      if (now.draw == draws_used_) {
+        next_draw();
+        j = now.j;
+        cj = now.cj;
+      } else {
+        j = static_cast<size_t>(lo + next_draw() % (hi - lo));  // rand_mt's formula
+        cj = position_of(j, wb, we);
+      }
       RandomizedSequence& at_j = at(cj, j - chunks[cj].sequence_start);
       if (at_j.source_position < wb || at_j.source_position >= we) continue;
       if (at_t.source_position < chunks[cj].window_begin || at_t.source_position >= chunks[cj].window_end) {
@@ -86,12 +150,46 @@ void SequenceRandomizer::randomize_next() {
     }
   }
 
+  finish_position(next);
+}
+
+void SequenceRandomizer::finish_position(size_t next) {
   size_t samples = 0;
   for (const RandomizedSequence& s : window_[randomized_end_ - load_begin_]) samples += s.number_of_samples;
   infos_.push_back({randomized_samples_, samples});
   randomized_samples_ += samples;
   ++randomized_end_;
   randomize_cursor_ = next;
+}
+
+// Where every position's window is every position (the default window holds the whole corpus), no draw is
+// ever rejected: the swaps only permute the sweep's sequences. They are then made on a permutation of
+// 4-byte numbers, which the caches hold, rather than on the sequences themselves, which they do not (2.5
+// million sequences: 80 MB), and the sequences are moved once afterwards. The draws are the same. False
+// (nothing done) where the windows differ or there are too many sequences to number in 32 bits.
+bool SequenceRandomizer::shuffle_one_window(size_t count) {
+  const auto& chunks = chunks_.chunks();
+  const size_t n = chunks.size();
+  if (count >= UINT32_MAX || load_begin_ != 0 || window_.size() != n) return false;
+  for (const RandomizedChunk& c : chunks) {
+    if (c.window_begin != 0 || c.window_end != n) return false;
+  }
+  std::vector<uint32_t> order(count);
+  for (size_t t = 0; t < count; ++t) order[t] = static_cast<uint32_t>(t);
+  for (size_t t = 0; t < count; ++t) std::swap(order[t], order[next_draw() % count]);  // rand_mt's formula
+  std::vector<RandomizedSequence> all;
+  all.reserve(count);
+  for (const std::vector<RandomizedSequence>& position : window_)
+    all.insert(all.end(), position.begin(), position.end());
+  constexpr size_t kAhead = 16;  // the moves read `all` in no order: prefetched
+  size_t t = 0;
+  for (std::vector<RandomizedSequence>& position : window_) {
+    for (RandomizedSequence& s : position) {
+      if (t + kAhead < count) __builtin_prefetch(&all[order[t + kAhead]]);
+      s = all[order[t++]];
+    }
+  }
+  return true;
 }
 
 // Drops positions that no later position can exchange sequences with.

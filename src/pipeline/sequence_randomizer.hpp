@@ -87,11 +87,24 @@ class SequenceRandomizer {
   RandomizedSequence& at(size_t position, size_t index) { return window_[position - load_begin_][index]; }
   size_t position_of(size_t sequence, size_t first, size_t last) const;
   void randomize_next();
+  void finish_position(size_t next);
+  bool shuffle_one_window(size_t count);
   void release();
+
+  uint64_t next_draw();
+  uint64_t draw_ahead(size_t k);
 
   const Deserializer& deserializer_;
   const ChunkRandomizer& chunks_;
   RandomEngine engine_;
+  // The engine's next outputs, drawn ahead of their use to prefetch the sequences they will pick (see
+  // randomize_next); used in order, so the draws are the engine's.
+  static constexpr size_t kDrawsAhead = 32;
+  uint64_t drawn_[kDrawsAhead] = {};
+  size_t drawn_begin_ = 0;
+  size_t drawn_count_ = 0;
+  uint64_t draws_used_ = 0;       // since the seed
+  std::vector<uint64_t> starts_;  // per position: its chunk's RandomizedChunk::sequence_start
   std::deque<std::vector<RandomizedSequence>> window_;  // sequences of positions [load_begin_, load_end_)
   std::deque<PositionInfo> infos_;                      // final positions [load_begin_, randomized_end_)
   size_t load_begin_ = 0;

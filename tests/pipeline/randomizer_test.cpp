@@ -191,6 +191,31 @@ TEST(BlockRandomizerVectors, SeedOffsetOneStartsWhereSweepOneOfSeedZeroDoes) {
   check_vector({5, 2, std::numeric_limits<size_t>::max(), true, 1, 1, kFiveByTwoSweep1});
 }
 
+// With the whole corpus as every chunk's window no draw is rejected: the order is the chunk shuffle, then
+// one swap per sequence with a draw over all of them (the randomizer takes a faster path for it). Built
+// here from the primitives, for a corpus too large for hand-made vectors.
+TEST(BlockRandomizerVectors, AWholeCorpusWindowIsOneSwapPerSequenceOverAllOfThem) {
+  for (const uint64_t seed : {0u, 3u}) {
+    auto mock = MockDeserializer::jagged(37, 29);
+    std::vector<uint32_t> chunk_order(37);
+    std::iota(chunk_order.begin(), chunk_order.end(), 0u);
+    RandomEngine engine;
+    reseed(engine, seed);
+    shuffle_all(chunk_order, engine);
+    std::vector<uint64_t> expected;
+    for (uint32_t c : chunk_order) {
+      for (uint64_t k = 0; k < 29; ++k) expected.push_back(c * 29 + k);
+    }
+    reseed(engine, seed);
+    for (size_t t = 0; t < expected.size(); ++t) {
+      std::swap(expected[t], expected[rand_mt(engine, 0, expected.size())]);
+    }
+    BlockRandomizer r(mock, std::numeric_limits<size_t>::max(), false, seed);
+    r.start_epoch(epoch_config(kRequestDataSize, 1, 0, false));
+    EXPECT_EQ(all_keys(read_epoch(r, *mock, 5, 5)), expected) << "seed " << seed;
+  }
+}
+
 TEST(BlockRandomizerVectors, FiveByTwoWindowOfFourSamples) {
   check_vector({5, 2, 4, true, 0, 1, {8, 9, 1, 0, 6, 7, 2, 3, 4, 5}});
 }
