@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,18 @@ class Deserializer {
   }
   /// Loads chunk `chunk_id`. Throws FormatError / IoError.
   virtual ChunkPtr load_chunk(uint32_t chunk_id) = 0;
+  /// Loads only the sequences `indices_in_chunk` (ascending, no repeats) of chunk `chunk_id`, where that is
+  /// much cheaper than loading the chunk: a chunk whose get_sequence(i), for each i listed, gives exactly
+  /// what load_chunk(chunk_id)'s would. The block randomizer asks for the sequences of a minibatch whose
+  /// chunks are still loading, instead of waiting for them all (a window's first minibatch would wait for
+  /// the whole window). Null when it cannot, or when loading them would have an effect the chunk's load has
+  /// (a warning, a counted error): the caller then waits for the whole chunk, whose load reports it. Must
+  /// not count or log anything. Null by default.
+  virtual ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t> indices_in_chunk) {
+    (void)chunk_id;
+    (void)indices_in_chunk;
+    return nullptr;
+  }
   /// Text form of a key, for messages and key dumps (CTF: the decimal id).
   virtual std::string key_to_string(const SequenceKey& key) const { return std::to_string(key.sequence); }
   /// Where the sequence with `key` is written (file and line, or byte offset; empty fields where unknown),

@@ -98,18 +98,26 @@ class JoinedFiles final : public Deserializer {
 
   ChunkPtr load_chunk(uint32_t chunk_id) override {
     const uint32_t part = part_of_chunk_.at(chunk_id);
-    ChunkPtr chunk = parts_[part]->load_chunk(chunk_id - first_chunk_[part]);
+    return track(part, parts_[part]->load_chunk(chunk_id - first_chunk_[part]));
+  }
+
+  // `chunk`, with a release that marks its file as read since the last check_inputs_intact().
+  ChunkPtr track(uint32_t part, ChunkPtr chunk) const {
     if (!chunk) return chunk;
     PartUse& use = use_->parts[part];
     use.live.fetch_add(1);
     use.touched.store(true);
-    // The same chunk, with a release that marks its file as read since the last check.
     const Chunk* raw = chunk.get();
     return ChunkPtr(raw, [held = std::move(chunk), uses = use_, part](const Chunk*) mutable {
       held.reset();
       uses->parts[part].touched.store(true);
       uses->parts[part].live.fetch_sub(1);
     });
+  }
+
+  ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t> indices_in_chunk) override {
+    const uint32_t part = part_of_chunk_.at(chunk_id);
+    return track(part, parts_[part]->load_sequences(chunk_id - first_chunk_[part], indices_in_chunk));
   }
 
   std::string key_to_string(const SequenceKey& key) const override { return parts_[0]->key_to_string(key); }

@@ -60,6 +60,7 @@ void BlockRandomizer::set_current_sample_position(size_t position) {
   const size_t offset = sequence_randomizer_.seek(position % sweep_samples_, seed_offset_ + sweep_);
   position_ = sweep_ * sweep_samples_ + offset;
   if (worker_rank_ >= num_chunks_) position_ = epoch_start_ + epoch_size_;  // this worker never gets data
+  load_alone_next_ = true;
   evict();
 }
 
@@ -87,6 +88,7 @@ std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t loc
                                                 bool at_least_one) {
   prepare_sweep(position_);
   if (sequence_randomizer_.randomization_pending()) {
+    load_alone_next_ = true;
     // A sweep starts: its first window is randomized below, on this thread, which can take long for a window
     // of many sequences. Its chunks are known already: they start loading first, on the loader threads.
     prefetch_window();
@@ -137,10 +139,17 @@ std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t loc
   result.keys.reserve(total);
   result.chunk_ids.reserve(total);
   taken_chunks_.clear();
-  for (const RandomizedSequence& s : taken_) {
-    taken_chunks_.push_back(chunk_at(s.source_position));
+  alone_of_taken_.assign(taken_.size(), -1);
+  if (load_alone_next_) load_alone_what_is_loading();
+  load_alone_next_ = false;
+  for (size_t k = 0; k < taken_.size(); ++k) {
+    const RandomizedSequence& s = taken_[k];
+    const int32_t slot = alone_of_taken_[k];
+    taken_chunks_.push_back(slot >= 0 && alone_[slot].chunk ? alone_[slot].chunk
+                                                            : chunk_at(s.source_position));
     taken_chunks_.back()->prefetch_sequence(s.index_in_chunk);
   }
+  alone_.clear();
   for (size_t k = 0; k < taken_.size(); ++k) {
     const RandomizedSequence& s = taken_[k];
     append_sequence(result, taken_chunks_[k], chunk_randomizer_.chunks()[s.source_position].chunk_id,
@@ -156,6 +165,49 @@ void BlockRandomizer::skip_delivered(const DeliveredBefore& delivered) {
   delivered_ = delivered;
   delivered_until_ = 0;
   for (size_t p : delivered_.positions) delivered_until_ = std::max(delivered_until_, p);
+}
+
+// The first minibatch from a new position (an epoch's or a sweep's start, a restore) takes its sequences
+// whose chunks are still loading in the background alone, where the deserializer can
+// (Deserializer::load_sequences), instead of waiting for those chunks: with the default window (the whole
+// corpus) it would wait until every chunk is parsed. The chunks still load, for the sequences to come, and a
+// sequence the deserializer cannot load alone (a malformed one, say) waits for its chunk, whose load reports
+// what it has to. The data delivered is the same either way. Later minibatches wait for the chunks: with
+// the loader threads busy, parsing sequences twice would take the cores from them, and a sweep read as fast
+// as it can be would take longer (a 2 GB sparse CTF file on 2 cores: 14 % when every minibatch did it).
+void BlockRandomizer::load_alone_what_is_loading() {
+  alone_.clear();
+  loader_.flush();
+  if (!loader_.any_loading()) return;
+  alone_of_position_.resize(num_chunks_, -2);
+  for (size_t k = 0; k < taken_.size(); ++k) {
+    const size_t position = taken_[k].source_position;
+    int32_t& slot = alone_of_position_[position];
+    if (slot == -2) {
+      const uint32_t chunk_id = chunk_randomizer_.chunks()[position].chunk_id;
+      slot = -1;
+      if (loader_.loading(chunk_id)) {
+        slot = static_cast<int32_t>(alone_.size());
+        alone_.push_back(Alone{chunk_id, {}, nullptr});
+      }
+    }
+    if (slot >= 0) {
+      alone_[slot].indices.push_back(taken_[k].index_in_chunk);
+      alone_of_taken_[k] = slot;
+    }
+  }
+  for (const RandomizedSequence& s : taken_) alone_of_position_[s.source_position] = -2;
+  for (Alone& a : alone_) {
+    std::sort(a.indices.begin(), a.indices.end());
+    a.indices.erase(std::unique(a.indices.begin(), a.indices.end()), a.indices.end());
+    if (!loader_.loading(a.chunk_id)) continue;  // finished meanwhile
+    try {
+      a.chunk = deserializer_->load_sequences(a.chunk_id, a.indices);
+    } catch (const Error&) {
+      a.chunk = nullptr;  // the chunk's own load reports it
+    }
+    if (a.chunk) sequences_loaded_alone_ += a.indices.size();
+  }
 }
 
 ChunkPtr BlockRandomizer::chunk_at(size_t source_position) {

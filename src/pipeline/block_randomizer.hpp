@@ -65,6 +65,8 @@ class BlockRandomizer : public SequenceEnumerator {
   std::vector<std::string> invalid_sequence_keys() const { return cleaner_.first_removed_keys(); }
   /// Chunks currently held in the cache.
   size_t cached_chunk_count() const { return loader_.size(); }
+  /// Sequences delivered from Deserializer::load_sequences while their chunks were still loading, so far.
+  uint64_t sequences_loaded_alone() const { return sequences_loaded_alone_; }
 
  private:
   void prepare_sweep(size_t position);
@@ -72,6 +74,7 @@ class BlockRandomizer : public SequenceEnumerator {
   std::pair<size_t, size_t> load(size_t global_budget, size_t local_budget, Sequences& result,
                                  bool at_least_one);
   ChunkPtr chunk_at(size_t source_position);
+  void load_alone_what_is_loading();
   void evict();
   bool chunks_outlive_sweep() const;
 
@@ -100,6 +103,17 @@ class BlockRandomizer : public SequenceEnumerator {
   std::vector<RandomizedSequence> taken_;
   std::vector<ChunkPtr> taken_chunks_;  // the chunk of each of taken_ (load(): filled and emptied there)
   std::vector<SequenceData> scratch_;
+  // load(): the chunks of load_sequences, each with the chunk id and the indices asked for (ascending)
+  struct Alone {
+    uint32_t chunk_id;
+    std::vector<uint32_t> indices;
+    ChunkPtr chunk;
+  };
+  std::vector<Alone> alone_;
+  std::vector<int32_t> alone_of_taken_;     // per taken_: its slot in alone_, or -1
+  std::vector<int32_t> alone_of_position_;  // per chunk position: -2 not seen in this load, -1 none, or slot
+  uint64_t sequences_loaded_alone_ = 0;
+  bool load_alone_next_ = true;  // the next load() may load sequences alone (see load_alone_what_is_loading)
 };
 
 }  // namespace cntkio::pipeline

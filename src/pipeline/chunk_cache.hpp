@@ -46,6 +46,9 @@ class CachingDeserializer final : public Deserializer {
     return inner_->sequence_info_by_key(key);
   }
   ChunkPtr load_chunk(uint32_t chunk_id) override;
+  ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t> indices_in_chunk) override {
+    return inner_->load_sequences(chunk_id, indices_in_chunk);
+  }
   std::string key_to_string(const SequenceKey& key) const override { return inner_->key_to_string(key); }
   SourceLocation sequence_location(const SequenceKey& key) const override {
     return inner_->sequence_location(key);

@@ -31,7 +31,15 @@ void ChunkLoader::start_load(uint32_t chunk_id) {
   std::shared_ptr<Deserializer> deserializer = deserializer_;
   auto dropped = std::make_shared<std::atomic<bool>>(false);
   auto cancelled = cancelled_;
-  auto load = [deserializer, chunk_id, dropped, cancelled, times = times_]() -> ChunkPtr {
+  in_flight_->fetch_add(1, std::memory_order_acq_rel);
+  auto load = [deserializer, chunk_id, dropped, cancelled, in_flight = in_flight_,
+               times = times_]() -> ChunkPtr {
+    // Counted down as the load returns, just before its future is set: any_loading() may turn false a
+    // moment before the last future is ready, which costs a short wait in get(), nothing else.
+    struct Done {
+      std::atomic<int64_t>& count;
+      ~Done() { count.fetch_sub(1, std::memory_order_acq_rel); }
+    } done{*in_flight};
     if (dropped->load(std::memory_order_acquire)) {  // nobody waits for it any more
       cancelled->fetch_add(1, std::memory_order_relaxed);
       return nullptr;
@@ -68,6 +76,13 @@ ChunkPtr ChunkLoader::get(uint32_t chunk_id) {
     chunks_.erase(it);  // a later request (e.g. after a restore) tries again
     throw;
   }
+}
+
+bool ChunkLoader::loading(uint32_t chunk_id) const {
+  if (std::find(wanted_.begin(), wanted_.end(), chunk_id) != wanted_.end()) return true;
+  const auto it = chunks_.find(chunk_id);
+  return it != chunks_.end() && it->second.dropped &&
+         it->second.chunk.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
 }
 
 void ChunkLoader::retain_if(const std::function<bool(uint32_t)>& keep) {

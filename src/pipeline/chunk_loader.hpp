@@ -39,6 +39,10 @@ class ChunkLoader {
   void flush();
   /// The chunk, loaded now or awaited; rethrows the error of its load.
   ChunkPtr get(uint32_t chunk_id);
+  /// True while `chunk_id` is being loaded (or waits to be) in the background: get() would wait for it.
+  bool loading(uint32_t chunk_id) const;
+  /// True while any chunk is (a cheap test before asking loading() of many).
+  bool any_loading() const { return !wanted_.empty() || in_flight_->load(std::memory_order_acquire) > 0; }
   /// Drops every chunk for which `keep` is false. A background load that has not started yet is cancelled
   /// (a restore or a new sweep can drop a whole window of queued loads); one in flight finishes and is
   /// discarded.
@@ -61,6 +65,7 @@ class ChunkLoader {
   std::unordered_map<uint32_t, Entry> chunks_;
   std::vector<uint32_t> wanted_;  // prefetch()ed, not started yet
   std::shared_ptr<std::atomic<uint64_t>> cancelled_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::shared_ptr<std::atomic<int64_t>> in_flight_ = std::make_shared<std::atomic<int64_t>>(0);  // loads
 };
 
 }  // namespace cntkio::pipeline

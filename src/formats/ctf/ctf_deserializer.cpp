@@ -17,6 +17,7 @@
 #include "core/local_cache.hpp"
 #include "core/logger.hpp"
 #include "core/mapped_file.hpp"
+#include "core/subset_chunk.hpp"
 #include "core/text.hpp"
 #include "core/thread_pool.hpp"
 #include "formats/ctf/ctf_index.hpp"
@@ -202,6 +203,34 @@ class CtfDeserializer final : public Deserializer {
       return kept_chunks_[chunk_id];
     }
     return loaded;
+  }
+
+  ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t> indices_in_chunk) override {
+    if (options_.keep_data_in_memory) {
+      std::lock_guard<std::mutex> lock(kept_mutex_);
+      if (kept_chunks_[chunk_id]) return kept_chunks_[chunk_id];
+    }
+    const ctf::IndexedChunk& chunk = checked_chunk(chunk_id);
+    std::vector<ctf::IndexedSequence> records;
+    records.reserve(indices_in_chunk.size());
+    uint64_t end = 0;
+    for (const uint32_t i : indices_in_chunk) {
+      if (i >= chunk.num_sequences) return nullptr;
+      records.push_back(record_at(chunk.first_sequence + i));
+      end = std::max(end, records.back().offset + records.back().size);
+    }
+    file_.check_covers(end);
+    ChunkPtr parsed;
+    try {
+      parsed = ctf::parse_speculatively(context_, records);
+    } catch (const Error&) {
+      file_.check_intact();
+      return nullptr;  // the chunk's load reports it
+    }
+    file_.check_intact();
+    if (!parsed) return nullptr;
+    return std::make_shared<core::SubsetChunk>(
+        std::move(parsed), std::vector<uint32_t>(indices_in_chunk.begin(), indices_in_chunk.end()));
   }
 
   std::string key_to_string(const SequenceKey& key) const override {

@@ -120,11 +120,34 @@ ChunkPtr parse_chunk_as(const ParseContext& context, std::span<const IndexedSequ
   return chunk;
 }
 
+template <typename T>
+ChunkPtr parse_speculatively_as(const ParseContext& context, std::span<const IndexedSequence> sequences) {
+  // A few sequences: their buffers are not worth keeping for the chunks' parses (they would replace larger
+  // ones in the recycler).
+  ParseContext own = context;
+  own.recycler = nullptr;
+  auto chunk = std::make_shared<CtfChunk<T>>(*own.streams, sequences.size(), 1, nullptr);
+  reserve_part(own, sequences, 0, chunk->parts_[0]);
+  ChunkParser<T> parser(own, *chunk, 0, true);
+  try {
+    for (size_t i = 0; i < sequences.size(); ++i) parser.parse_sequence(sequences[i], i);
+  } catch (const NotClean&) {
+    return nullptr;
+  }
+  chunk->share_ones(parser.longest_one_entry_each());
+  return chunk;
+}
+
 }  // namespace
 
 ChunkPtr parse_chunk(const ParseContext& context, std::span<const IndexedSequence> sequences) {
   if (context.element_type == ElementType::kFloat) return parse_chunk_as<float>(context, sequences);
   return parse_chunk_as<double>(context, sequences);
+}
+
+ChunkPtr parse_speculatively(const ParseContext& context, std::span<const IndexedSequence> sequences) {
+  if (context.element_type == ElementType::kFloat) return parse_speculatively_as<float>(context, sequences);
+  return parse_speculatively_as<double>(context, sequences);
 }
 
 }  // namespace cntkio::ctf

@@ -99,4 +99,9 @@ struct ParseContext {
 /// and the caller parse at once; the chunk delivers the same data as a parse by one thread.
 ChunkPtr parse_chunk(const ParseContext& context, std::span<const IndexedSequence> sequences);
 
+/// Parses `sequences` on this thread into a chunk whose sequence k is sequences[k], or returns null where
+/// the parse would warn, log or count an error (nothing is logged or counted then): parse_chunk of the
+/// sequences' whole chunk gives the same data for them.
+ChunkPtr parse_speculatively(const ParseContext& context, std::span<const IndexedSequence> sequences);
+
 }  // namespace cntkio::ctf
