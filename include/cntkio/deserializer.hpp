@@ -56,6 +56,9 @@ class Deserializer {
     (void)indices_in_chunk;
     return nullptr;
   }
+  /// True when load_sequences can load sequences (of clean data): the block randomizer then starts loading a
+  /// sweep's first window after randomizing it, since the first minibatch does not wait for those loads.
+  virtual bool loads_sequences_alone() const { return false; }
   /// Text form of a key, for messages and key dumps (CTF: the decimal id).
   virtual std::string key_to_string(const SequenceKey& key) const { return std::to_string(key.sequence); }
   /// Where the sequence with `key` is written (file and line, or byte offset; empty fields where unknown),

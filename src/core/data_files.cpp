@@ -115,6 +115,7 @@ class JoinedFiles final : public Deserializer {
     });
   }
 
+  bool loads_sequences_alone() const override { return parts_[0]->loads_sequences_alone(); }
   ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t> indices_in_chunk) override {
     const uint32_t part = part_of_chunk_.at(chunk_id);
     return track(part, parts_[part]->load_sequences(chunk_id - first_chunk_[part], indices_in_chunk));

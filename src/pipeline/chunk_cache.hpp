@@ -49,6 +49,7 @@ class CachingDeserializer final : public Deserializer {
   ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t> indices_in_chunk) override {
     return inner_->load_sequences(chunk_id, indices_in_chunk);
   }
+  bool loads_sequences_alone() const override { return inner_->loads_sequences_alone(); }
   std::string key_to_string(const SequenceKey& key) const override { return inner_->key_to_string(key); }
   SourceLocation sequence_location(const SequenceKey& key) const override {
     return inner_->sequence_location(key);

@@ -1,7 +1,8 @@
-// A sweep's first randomization window is randomized on the reading thread, which takes seconds for a window
+// A sweep's first randomization window is randomized on the reading thread, which takes a while for a window
 // of millions of sequences. Its chunks are known before that (from the chunk randomization alone), so they
-// must already be loading on the loader threads while it runs; and nothing may load before the first read,
-// since a restore or reconfiguration may still come.
+// must already be loading on the loader threads while it runs, unless the first minibatch can take its
+// sequences alone (then they load after it); and nothing may load before the first read, since a restore or
+// reconfiguration may still come.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "cntkio/deserializer.hpp"
@@ -23,7 +25,9 @@ namespace {
 // whether one had.
 class GatedDeserializer : public Deserializer {
  public:
-  GatedDeserializer(uint32_t chunks, uint32_t per_chunk) : chunks_(chunks), per_chunk_(per_chunk) {
+  GatedDeserializer(uint32_t chunks, uint32_t per_chunk,
+                    std::chrono::milliseconds wait = std::chrono::seconds(2))
+      : chunks_(chunks), per_chunk_(per_chunk), wait_(wait) {
     StreamInfo s;
     s.name = "features";
     s.sample_shape = {1};
@@ -41,7 +45,7 @@ class GatedDeserializer : public Deserializer {
   void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      const bool loading = started_.wait_for(lock, std::chrono::seconds(2), [&] { return loads_ > 0; });
+      const bool loading = started_.wait_for(lock, wait_, [&] { return loads_ > 0; });
       listed_while_loading_ = listed_while_loading_ && loading;
       ++listings_;
     }
@@ -90,6 +94,7 @@ class GatedDeserializer : public Deserializer {
 
   const uint32_t chunks_;
   const uint32_t per_chunk_;
+  const std::chrono::milliseconds wait_;
   std::vector<StreamInfo> streams_;
   mutable std::mutex mutex_;
   mutable std::condition_variable started_;
@@ -120,6 +125,30 @@ TEST(BlockRandomizerOverlap, TheFirstWindowLoadsWhileItIsRandomizedAndNotBeforeT
   std::sort(keys.begin(), keys.end());
   ASSERT_EQ(keys.size(), 40u);
   for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(keys[i], i);
+}
+
+// A deserializer whose sequences load alone: the first minibatch waits for the randomization, not for the
+// chunks, so the chunks start loading after it and leave it the cores.
+class GatedAloneDeserializer : public GatedDeserializer {
+ public:
+  GatedAloneDeserializer() : GatedDeserializer(4, 10, std::chrono::milliseconds(50)) {}
+  bool loads_sequences_alone() const override { return true; }
+  ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t>) override {
+    return load_chunk(chunk_id);
+  }
+};
+
+TEST(BlockRandomizerOverlap, WhereSequencesLoadAloneTheFirstWindowLoadsAfterItIsRandomized) {
+  auto deserializer = std::make_shared<GatedAloneDeserializer>();
+  auto pool = std::make_shared<core::ThreadPool>(1);
+  BlockRandomizer randomizer(deserializer, 4, false, 1, 0, pool);
+  EpochConfiguration config;
+  config.minibatch_size_in_samples = 5;
+  randomizer.start_epoch(config);
+  randomizer.get_next_sequences(5, 5);
+  const auto [while_loading, listings] = deserializer->listings();
+  EXPECT_EQ(listings, 4u);
+  EXPECT_FALSE(while_loading);
 }
 
 }  // namespace

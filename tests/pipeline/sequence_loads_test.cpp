@@ -60,6 +60,7 @@ class GatedMock : public MockDeserializer {
     for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
     return load_sequences(chunk_id, all);
   }
+  bool loads_sequences_alone() const override { return true; }
   ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t> indices) override {
     auto chunk = std::make_shared<ListedChunk>();
     for (uint32_t i : indices) {
@@ -158,6 +159,7 @@ class GatedCtf : public Deserializer {
   ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t> indices) override {
     return alone_ ? inner_->load_sequences(chunk_id, indices) : nullptr;
   }
+  bool loads_sequences_alone() const override { return alone_ && inner_->loads_sequences_alone(); }
   void add_skips(SkipReport& report) const override { inner_->add_skips(report); }
 
  private:

@@ -205,6 +205,7 @@ class CtfDeserializer final : public Deserializer {
     return loaded;
   }
 
+  bool loads_sequences_alone() const override { return true; }
   ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t> indices_in_chunk) override {
     if (options_.keep_data_in_memory) {
       std::lock_guard<std::mutex> lock(kept_mutex_);
