@@ -184,13 +184,17 @@ class LazyMapping final : public FileMapping {
   }
   std::mutex& mutex() { return mutex_; }
 
-  // Gives block `b`'s memory back (under g_live_mutex); its next touch fetches it again.
-  void drop(uint64_t b) {
+  // Gives block `b`'s memory back (under g_live_mutex); its next touch fetches it again. A block still
+  // coming is kept (kBusy); one no longer there (a hint's fetch failed) only leaves the accounting (kGone).
+  enum class Drop { kDropped, kBusy, kGone };
+  Drop drop(uint64_t b) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (state_[b] != kFilled) return;
+    if (state_[b] == kFilling) return Drop::kBusy;
+    if (state_[b] == kMissing) return Drop::kGone;
     const uint64_t start = b * block_size_;
     ::madvise(base_ + start, std::min<uint64_t>(block_size_, mapped_ - start), MADV_DONTNEED);
     state_[b] = kMissing;
+    return Drop::kDropped;
   }
 
  private:
@@ -258,6 +262,8 @@ class LazyMapping final : public FileMapping {
         claimed.push_back(b);
       }
     }
+    if (claimed.empty()) return;
+    account_filled(claimed);
     std::vector<std::pair<uint64_t, uint64_t>> runs;  // first block, count
     for (const uint64_t b : claimed) {
       const BlockBytes cached = broken_.load() ? BlockBytes{} : source_.cached(b);
@@ -325,7 +331,6 @@ class LazyMapping final : public FileMapping {
   }
 
   void mark_filled(uint64_t b) {
-    account_filled(b, block_length(b));
     std::lock_guard<std::mutex> lock(mutex_);
     state_[b] = kFilled;
   }
@@ -427,18 +432,26 @@ class LazyMapping final : public FileMapping {
     }
   }
 
-  // Records block `b` as filled (it is the newest: never dropped here) and drops the oldest blocks of all
-  // mappings past the budget.
-  void account_filled(uint64_t b, uint64_t bytes) {
+  // Records blocks as filled, in the order they were claimed (the order the reader asked for them: their
+  // pages may arrive in another), and drops the oldest blocks of all mappings past the budget, but for blocks
+  // still coming (a reader waits on them).
+  void account_filled(const std::vector<uint64_t>& blocks) {
     std::lock_guard<std::mutex> lock(g_live_mutex);
     std::deque<FilledBlock>& filled = filled_blocks();
-    filled.push_back({this, b, bytes});
-    g_filled_bytes += bytes;
-    while (g_filled_bytes > filled_budget() && filled.size() > 1) {
-      const FilledBlock oldest = filled.front();
-      filled.pop_front();
+    const size_t old_entries = filled.size();
+    for (const uint64_t b : blocks) {
+      filled.push_back({this, b, block_length(b)});
+      g_filled_bytes += block_length(b);
+    }
+    size_t i = 0;
+    for (size_t left = old_entries; left > 0 && g_filled_bytes > filled_budget(); --left) {
+      const FilledBlock oldest = filled[i];
+      if (oldest.mapping->drop(oldest.block) == Drop::kBusy) {
+        ++i;
+        continue;
+      }
       g_filled_bytes -= oldest.bytes;
-      oldest.mapping->drop(oldest.block);
+      filled.erase(filled.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
 
