@@ -234,7 +234,13 @@ class LazyMapping final : public FileMapping {
              !hinted_[b - walked - 1]) {
         ++walked;
       }
-      if (state_[b] == kFilling && walked == 0) return;
+      if (state_[b] == kFilling) {
+        // Blocks on their way ahead of this one: the window is extended only once half of it is used, so
+        // that it grows in runs of many blocks (one request each), not a block at a time.
+        uint64_t coming = 1;
+        while (coming <= walked && b + coming < state_.size() && state_[b + coming] != kMissing) ++coming;
+        if (b + coming >= state_.size() || coming > walked / 2) return;
+      }
     }
     start_fetches(b, b + walked, Origin::kFault);
   }
