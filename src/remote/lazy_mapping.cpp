@@ -109,8 +109,7 @@ class LazyMapping final : public FileMapping {
     if (stop_ < 0) return false;
     state_.assign((size_ + block_size_ - 1) / block_size_, kMissing);
     hinted_.assign(state_.size(), 0);
-    // The handlers only start fetches (they never wait for one), but a fault on a block the cache holds is
-    // copied by its handler: two serve faults of threads parsing parts of one chunk at once.
+    // One handler: it only starts fetches (it never waits for one) and copies blocks the cache holds.
     for (int i = 0; i < kHandlers; ++i) handlers_.emplace_back([this] { serve(); });
     static std::once_flag fork_handlers;
     std::call_once(fork_handlers,
@@ -469,7 +468,7 @@ class LazyMapping final : public FileMapping {
   char* base_ = nullptr;
   int uffd_ = -1;
   int stop_ = -1;
-  static constexpr int kHandlers = 2;
+  static constexpr int kHandlers = 1;
   enum BlockState : unsigned char { kMissing, kFilling, kFilled };
   std::vector<std::thread> handlers_;
   std::vector<BlockState> state_;  // under mutex_
