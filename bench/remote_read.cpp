@@ -2,7 +2,7 @@
 //   remote_read sweep LIST   a full sweep (index pass, every chunk, every value touched); prints
 //                            "sweep <seconds> <samples> <bytes of values>"
 //   remote_read first LIST   the reader built and its first minibatch read, with the index caches on;
-//                            prints "first <seconds> <samples>"
+//                            prints "first <seconds> <samples> <checksum> <seconds to build the reader>"
 // The corpus has one dense stream `f` of --dim values per line (bench/remote_throughput.py writes it).
 #include <chrono>
 #include <cstdio>
@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     cntkio::Config config = cntkio::Config::from_text(text, "remote_read");
     auto source = cntkio::MinibatchSource::from_config(config.get_block("reader"));
+    const double built = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     source->start_epoch(first ? 256 : 4096, 0, cntkio::kFullSweep);
     cntkio::Minibatch mb;
     size_t samples = 0;
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
       if (first) break;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("%s %.6f %zu %g\n", mode.c_str(), seconds, samples, checksum);
+    std::printf("%s %.6f %zu %g %.6f\n", mode.c_str(), seconds, samples, checksum, built);
   } catch (const cntkio::Error& e) {
     std::fprintf(stderr, "remote_read: %s\n", e.what());
     return 1;

@@ -12,6 +12,9 @@ The corpus is written once to --dir (default /tmp/cntkio-remote-bench, kept for 
 tree). Run it under the build lock on a shared machine:
 
   flock /tmp/cntkio-build.lock python3 bench/remote_throughput.py [--shards 16] [--shard-mb 64] [--reps 3]
+
+--before OTHER_BUILD also times OTHER_BUILD's remote_read (another commit's build folder), interleaved with
+this build's runs, and prints both.
 """
 
 import argparse
@@ -52,7 +55,7 @@ def run(tool, mode, listing, env):
     if result.returncode != 0:
         raise SystemExit("remote_read %s %s failed: %s" % (mode, listing, result.stderr))
     fields = result.stdout.split()
-    return float(fields[1]), int(fields[2])
+    return float(fields[1]), int(fields[2]), float(fields[4]) if len(fields) > 4 else 0.0
 
 
 def main():
@@ -62,8 +65,11 @@ def main():
     parser.add_argument("--shard-mb", type=int, default=64)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--build", default=str(REPO / "build"))
+    parser.add_argument("--before", help="another build folder, timed interleaved with --build")
     args = parser.parse_args()
-    tool = str(pathlib.Path(args.build) / "bench" / "remote_read")
+    tools = [("", str(pathlib.Path(args.build) / "bench" / "remote_read"))]
+    if args.before:
+        tools.append(("before: ", str(pathlib.Path(args.before) / "bench" / "remote_read")))
     folder = pathlib.Path(args.dir)
     paths = write_corpus(folder / "data", args.shards, args.shard_mb)
     total = sum(p.stat().st_size for p in paths)
@@ -74,29 +80,36 @@ def main():
         local_list.write_text("".join("%s\n" % p for p in paths))
         remote_list.write_text("".join("%s/%s\n" % (nginx.url, p.name) for p in paths))
         # Warm the index caches (and the page cache) once each.
-        run(tool, "first", local_list, env)
-        run(tool, "first", remote_list, env)
-        times = {(m, s): [] for m in ("sweep", "first") for s in ("local", "remote")}
+        run(tools[0][1], "first", local_list, env)
+        run(tools[0][1], "first", remote_list, env)
+        times = {(t, m, s): [] for t, _ in tools for m in ("sweep", "first", "built") for s in ("local", "remote")}
         samples = {}
         for rep in range(args.reps):
             for mode in ("sweep", "first"):
                 for side, listing in (("local", local_list), ("remote", remote_list)):
-                    seconds, n = run(tool, mode, listing, env)
-                    times[(mode, side)].append(seconds)
-                    samples[(mode, side)] = n
+                    for label, tool in tools:
+                        seconds, n, built = run(tool, mode, listing, env)
+                        times[(label, mode, side)].append(seconds)
+                        if mode == "first":
+                            times[(label, "built", side)].append(built)
+                        samples[(label, mode, side)] = n
         load = open("/proc/loadavg").read().split()[:3]
-    assert samples[("sweep", "local")] == samples[("sweep", "remote")], samples
+    label = tools[0][0]
+    assert len(set(n for (_, m, _), n in samples.items() if m == "sweep")) == 1, samples
     med = {k: statistics.median(v) for k, v in times.items()}
     print("corpus: %d shards, %.2f GB of CTF text (%d samples), medians of %d runs; load %s" %
-          (len(paths), total / 1e9, samples[("sweep", "local")], args.reps, " ".join(load)))
-    for side in ("local", "remote"):
-        print("  sweep %-6s %7.2f s  %7.1f MB/s" % (side, med[("sweep", side)], total / 1e6 / med[("sweep", side)]))
-    ratio = med[("sweep", "local")] / med[("sweep", "remote")]
-    print("  remote/local throughput: %.2f (target >= 0.8)" % ratio)
-    for side in ("local", "remote"):
-        print("  first minibatch, warm index cache, %-6s %7.1f ms" % (side, 1000 * med[("first", side)]))
-    first_ratio = med[("first", "remote")] / med[("first", "local")]
-    print("  remote/local time to the first minibatch: %.2f (target <= 1.2)" % first_ratio)
+          (len(paths), total / 1e9, samples[(label, "sweep", "local")], args.reps, " ".join(load)))
+    for label, _ in tools:
+        for side in ("local", "remote"):
+            print("  %ssweep %-6s %7.2f s  %7.1f MB/s" % (label, side, med[(label, "sweep", side)],
+                                                      total / 1e6 / med[(label, "sweep", side)]))
+        ratio = med[(label, "sweep", "local")] / med[(label, "sweep", "remote")]
+        print("  %sremote/local throughput: %.2f (target >= 0.8)" % (label, ratio))
+        for side in ("local", "remote"):
+            print("  %sfirst minibatch, warm index cache, %-6s %7.1f ms (reader built in %.1f ms)" % (
+                label, side, 1000 * med[(label, "first", side)], 1000 * med[(label, "built", side)]))
+        first_ratio = med[(label, "first", "remote")] / med[(label, "first", "local")]
+        print("  %sremote/local time to the first minibatch: %.2f (target <= 1.2)" % (label, first_ratio))
 
 
 if __name__ == "__main__":

@@ -59,6 +59,13 @@ class FileMapping {
   /// Why the mapping is not intact, where the backend knows more than "the file was cut" (a remote block
   /// that could not be fetched: the IoError's text); empty otherwise.
   virtual std::string failure() const { return {}; }
+  /// A hint that bytes [offset, offset + size) will be read soon (a chunk about to be parsed): a backend may
+  /// start bringing them in at once (POSIX: MADV_WILLNEED; remote: the GETs for the whole range). Never
+  /// throws; the default does nothing.
+  virtual void will_need(uint64_t offset, uint64_t size) const {
+    (void)offset;
+    (void)size;
+  }
 };
 
 /// A file open for positioned reads.

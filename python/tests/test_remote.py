@@ -247,6 +247,56 @@ def test_the_index_cache_of_a_remote_file_is_local_and_a_second_process_reads_on
     assert first.count("\n") >= 10
 
 
+def test_a_will_need_hint_fetches_its_range_with_few_requests_that_the_mapping_then_reads(data):
+    # A reader about to parse a chunk tells its mapping (FileMapping::will_need): the blocks come in requests of
+    # CNTKIO_REMOTE_REQUEST_SIZE started at once, not block by block as the parse touches them.
+    write_ctf(data / "a.ctf", LENGTHS * 30)
+    size = (data / "a.ctf").stat().st_size
+    assert size > 200000
+    expected = remote_read(str(data / "a.ctf"), "map:0:131072")
+    env = dict(SMALL_BLOCKS, CNTKIO_REMOTE_REQUEST_SIZE="65536")
+    with servers.Nginx(data) as nginx:
+        url = nginx.url + "/a.ctf"
+        require_lazy_mapping(url)
+        before = len(nginx.requests())
+        lines = remote_read(url, "willneed:0:131072", "map:0:131072", env=env)
+        assert lines == ["hinted"] + expected
+        gets = [r[3] for r in nginx.requests()[before:] if r[0] == "GET"]
+        # The open's GET brings block 0; blocks 1-31 come in two requests of 16 blocks.
+        assert gets == ["bytes=0-4095", "bytes=4096-69631", "bytes=69632-131071"] or \
+            gets == ["bytes=0-4095", "bytes=69632-131071", "bytes=4096-69631"], gets
+        # Without the hint, each block the read touches is a request of its own (no read-ahead here).
+        before = len(nginx.requests())
+        assert remote_read(url, "map:0:131072", env=env) == expected
+        assert len([r for r in nginx.requests()[before:] if r[0] == "GET"]) == 32
+
+
+def test_a_ctf_chunk_load_fetches_the_chunk_with_few_requests(data, tmp_path, cli):
+    path = data / "big.ctf"
+    write_ctf(path, [1 + i % 4 for i in range(40000)])
+    cache_dir = tmp_path / "cache"
+    env = dict(os.environ, CNTKIO_CACHE_DIR=str(cache_dir), CNTKIO_REMOTE_BLOCK_SIZE="4096",
+               CNTKIO_REMOTE_READ_AHEAD="0", CNTKIO_REMOTE_REQUEST_SIZE="65536")
+    with servers.Nginx(data) as nginx:
+        require_lazy_mapping(nginx.url + "/big.ctf")
+        config = write_config(tmp_path / "r.cntk", nginx.url + "/big.ctf", chunk=65536)
+
+        def dump():
+            result = subprocess.run([cli, "dump", "--config", config, "--section", "r", "--mb-size", "10",
+                                     "--max-minibatches", "1", "--epochs", "1"], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert result.returncode == 0, result.stderr
+            return result.stdout
+
+        first = dump()  # writes the index cache
+        before = len(nginx.requests())
+        assert dump() == first
+        gets = [r for r in nginx.requests()[before:] if r[0] == "GET"]
+        # The open's GET, then about a request per chunk loaded (the first and the one loaded ahead), where
+        # the parse's faults would make one per 4 KiB block (16 a chunk).
+        assert 2 <= len(gets) <= 6, gets
+
+
 def dump(cli, config, section, cwd, env=None, sets=()):
     args = [cli, "dump", "--config", str(config), "--section", section, "--mb-size", "16", "--max-minibatches",
             "100"]
@@ -331,9 +381,10 @@ def test_a_lazy_mapping_gives_back_its_oldest_blocks_past_its_budget_and_fetches
     # the oldest go, and a later touch fetches them again (the same bytes), so a remote corpus read through its
     # mappings does not stay in memory whole.
     write_ctf(data / "a.ctf", LENGTHS * 10)
-    ops = ("map:0:10", "map:4096:10", "map:8192:10", "map:0:10")
+    # Blocks 1 to 3: block 0 comes with the open's GET into the block cache, which a mapping copies from.
+    ops = ("map:4096:10", "map:8192:10", "map:12288:10", "map:4096:10")
     tiny_cache = dict(SMALL_BLOCKS, CNTKIO_REMOTE_CACHE_BYTES="4096")  # the block cache keeps only the last block
-    for map_bytes, fetches_of_block_0 in (("8192", 2), ("1048576", 1)):
+    for map_bytes, fetches_of_block_1 in (("8192", 2), ("1048576", 1)):
         with servers.Nginx(data) as nginx:
             url = nginx.url + "/a.ctf"
             require_lazy_mapping(url)
@@ -341,7 +392,7 @@ def test_a_lazy_mapping_gives_back_its_oldest_blocks_past_its_budget_and_fetches
             assert all(line.startswith("ok 10 ") for line in lines), lines
             assert lines[0] == lines[3]
             gets = [r for r in nginx.requests() if r[0] == "GET"]
-            assert sum(1 for r in gets if r[3] == "bytes=0-4095") == fetches_of_block_0, (map_bytes, gets)
+            assert sum(1 for r in gets if r[3] == "bytes=4096-8191") == fetches_of_block_1, (map_bytes, gets)
 
 
 def test_a_server_that_ignores_ranges_is_read_with_one_download_or_refused_when_the_file_outgrows_the_cache(data):

@@ -42,6 +42,11 @@ class MappedFile {
   void check_intact() const;
   /// Throws IoError when the file is now shorter than `end` bytes (a cheap check before reading up to `end`).
   void check_covers(uint64_t end) const;
+  /// Tells the mapping that bytes [offset, offset + size) will be read soon (FileMapping::will_need): a
+  /// remote file fetches the whole range at once instead of block by block as it is touched. Never throws.
+  void will_need(uint64_t offset, uint64_t size) const {
+    if (mapping_) mapping_->will_need(offset, size);
+  }
 
  private:
   [[noreturn]] void throw_cut(uint64_t now_size) const;

@@ -44,9 +44,25 @@ bool header_is(const std::string& line, const char* name) {
   return line.size() > n && line[n] == ':' && ::strncasecmp(line.c_str(), name, n) == 0;
 }
 
+struct Transfer {
+  const Request* request;
+  Response* response;
+};
+
 size_t on_body(char* data, size_t size, size_t count, void* user) {
-  static_cast<Response*>(user)->body.append(data, size * count);
-  return size * count;
+  const auto* transfer = static_cast<Transfer*>(user);
+  Response& response = *transfer->response;
+  const size_t n = size * count;
+  if (transfer->request->sink && response.status == 206) {
+    if (!transfer->request->sink(response, response.streamed, data, n)) {
+      response.refused = true;
+      return 0;  // stops the transfer (CURLE_WRITE_ERROR)
+    }
+    response.streamed += n;
+    return n;
+  }
+  response.body.append(data, n);
+  return n;
 }
 
 size_t on_header(char* data, size_t size, size_t count, void* user) {
@@ -55,6 +71,8 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a redirect or 100-continue)
     response->etag.clear();
     response->total_size = 0;
+    const size_t space = line.find(' ');
+    response->status = space == std::string::npos ? 0 : std::strtol(line.c_str() + space + 1, nullptr, 10);
   } else if (header_is(line, "etag")) {
     response->etag = trim(line.substr(5));
   } else if (header_is(line, "content-range")) {
@@ -171,7 +189,8 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
     // Large receive buffers: fewer, larger callbacks (the default 16 KiB halves the throughput).
     curl_easy_setopt(handle, CURLOPT_BUFFERSIZE, 512L * 1024);
     curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(handle, CURLOPT_WRITEDATA, &response);
+    Transfer transfer{&request, &response};
+    curl_easy_setopt(handle, CURLOPT_WRITEDATA, &transfer);
     curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(handle, CURLOPT_HEADERDATA, &response);
     if (request.head) curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
@@ -191,10 +210,12 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
         headers = curl_slist_append(headers, ("x-amz-security-token: " + aws.session_token).c_str());
       }
     }
-    if (request.has_range) response.body.reserve(request.range_last - request.range_first + 1);
+    if (request.has_range && !request.sink)
+      response.body.reserve(request.range_last - request.range_first + 1);
     if (headers != nullptr) curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
     code = curl_easy_perform(handle);
     curl_slist_free_all(headers);
+    if (response.refused) break;
     if (code == CURLE_OK) {
       curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &response.status);
       long filetime = -1;
@@ -205,7 +226,7 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
     }
   }
   if (tries_out != nullptr) *tries_out = tries;
-  if (code != CURLE_OK) {
+  if (code != CURLE_OK && !response.refused) {
     const std::string detail = error_text[0] != '\0' ? error_text : curl_easy_strerror(code);
     throw IoError(detail + (request.has_range ? ";" : "") + what_range + " (after " + std::to_string(tries) +
                       (tries == 1 ? " try)" : " tries)") + " of",

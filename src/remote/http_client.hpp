@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct Response {
   uint64_t content_length = 0;
   uint64_t total_size = 0;  ///< from Content-Range (ranged GET) or Content-Length (HEAD)
   int64_t mtime_s = -1;     ///< Last-Modified, seconds since the epoch (-1: none)
+  uint64_t streamed = 0;    ///< bytes of a 206 answer handed to Request::sink (instead of `body`)
+  bool refused = false;     ///< the sink stopped the transfer
 };
 
 /// One request. `url` is an http(s) URL; `sign_s3` signs it with the S3 credentials (when there are any).
@@ -50,6 +53,10 @@ struct Request {
   uint64_t range_first = 0;
   uint64_t range_last = 0;
   bool sign_s3 = false;
+  /// Where the body of a 206 answer goes as it arrives (else into Response::body): called with the answer's
+  /// headers so far, the offset of `data` in the body (0 again when the request is tried again) and the
+  /// bytes. Returning false stops the transfer without further tries (Response::refused).
+  std::function<bool(const Response& headers, uint64_t offset, const char* data, size_t n)> sink;
 };
 
 class HttpClient {

@@ -103,6 +103,23 @@ class BlockCache {
 
   uint64_t bound() const { return bound_; }
 
+  // The block when it is here already (fetched, not failed), else a Block without bytes.
+  Block peek(const Key& key) {
+    std::shared_future<Block> future;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = entries_.find(key);
+      if (it == entries_.end()) return {};
+      future = it->second.future;
+    }
+    if (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return {};
+    try {
+      return future.get();
+    } catch (...) {
+      return {};
+    }
+  }
+
   bool contains(const Key& key) {
     std::lock_guard<std::mutex> lock(mutex_);
     return entries_.count(key) != 0;
@@ -230,10 +247,6 @@ class RemoteFile final : public RandomAccessFile {
   // cache lacks.
   std::vector<std::shared_future<Block>> blocks(uint64_t first, uint64_t last, uint64_t ahead_to) const;
   uint64_t ahead_to(uint64_t offset, size_t n, uint64_t last) const;
-
- public:
-  /// Block `b` for a lazy mapping (waits for it; IoError).
-  Block block_for_mapping(uint64_t b) const;
 
  private:
   std::shared_ptr<const Target> target_;
@@ -457,6 +470,40 @@ std::vector<std::string> RemoteEnv::list_dir(const std::string& dir) {
   return names;
 }
 
+// Throws the IoError for an answer to a ranged GET that is no good: an error status, or another version of
+// the file than the one opened (`etag`, `total`: the answer's).
+void check_answer(const Target& target, const Request& request, const Response& response, unsigned tries,
+                  const std::string& etag, uint64_t total) {
+  const FileIdentity& identity = target.identity;
+  const std::string range = range_text(request.range_first, request.range_last);
+  const std::string after = tries > 1 ? " (after " + std::to_string(tries) + " tries)" : "";
+  if (response.status == 404) throw IoError("HTTP 404 reading " + range + after + " of", target.path, ENOENT);
+  if (response.status != 206 && response.status != 200) {
+    throw IoError("HTTP " + std::to_string(response.status) + " reading " + range + after + " of",
+                  target.path, response.status == 403 ? EACCES : EIO);
+  }
+  if (etag != identity.etag || total != identity.size) {
+    throw IoError("the remote file changed while being read (ETag " + identity.etag + ", " +
+                      std::to_string(identity.size) + " bytes when opened; now ETag " + etag + ", " +
+                      std::to_string(total) + " bytes) at " + range + "; nothing read from it since is used:",
+                  target.path, ESTALE);
+  }
+}
+
+// Runs `request` within the process's limit of GETs in flight.
+Response perform_limited(const Target& target, const Request& request, unsigned& tries) {
+  RemoteEnv& env = *target.env;
+  env.slots().acquire();
+  try {
+    Response response = env.client().perform(request, target.path, &tries);
+    env.slots().release();
+    return response;
+  } catch (...) {
+    env.slots().release();
+    throw;
+  }
+}
+
 // Fetches blocks [first, first + count) with one ranged GET and checks the answer's version.
 std::shared_ptr<const std::string> fetch_run(const Target& target, uint64_t first, uint64_t count) {
   RemoteEnv& env = *target.env;
@@ -469,42 +516,69 @@ std::shared_ptr<const std::string> fetch_run(const Target& target, uint64_t firs
   request.range_first = first * block_size;
   request.range_last = std::min(identity.size, (first + count) * block_size) - 1;
   unsigned tries = 0;
-  env.slots().acquire();
-  Response response;
-  try {
-    response = env.client().perform(request, target.path, &tries);
-  } catch (...) {
-    env.slots().release();
-    throw;
-  }
-  env.slots().release();
-  const std::string range = range_text(request.range_first, request.range_last);
-  const std::string after = tries > 1 ? " (after " + std::to_string(tries) + " tries)" : "";
-  if (response.status == 404) throw IoError("HTTP 404 reading " + range + after + " of", target.path, ENOENT);
-  if (response.status != 206 && response.status != 200) {
-    throw IoError("HTTP " + std::to_string(response.status) + " reading " + range + after + " of",
-                  target.path, response.status == 403 ? EACCES : EIO);
-  }
+  Response response = perform_limited(target, request, tries);
   const uint64_t expected = request.range_last - request.range_first + 1;
   const bool whole = response.status == 200;  // a server that ignores ranges sends the whole file
-  const uint64_t total = whole ? response.body.size() : response.total_size;
-  if (response.etag != identity.etag || total != identity.size) {
-    throw IoError("the remote file changed while being read (ETag " + identity.etag + ", " +
-                      std::to_string(identity.size) + " bytes when opened; now ETag " + response.etag + ", " +
-                      std::to_string(total) + " bytes) at " + range + "; nothing read from it since is used:",
-                  target.path, ESTALE);
-  }
+  check_answer(target, request, response, tries, response.etag,
+               whole ? response.body.size() : response.total_size);
   if (whole) {
     auto body = std::make_shared<const std::string>(std::move(response.body));
     keep_whole_file(env.cache(), block_size, target.url, identity.etag, target.path, body);
     return std::make_shared<const std::string>(body->substr(request.range_first, expected));
   }
   if (response.body.size() != expected) {
-    throw IoError(
-        "short response (" + std::to_string(response.body.size()) + " bytes) reading " + range + " of",
-        target.path, EIO);
+    throw IoError("short response (" + std::to_string(response.body.size()) + " bytes) reading " +
+                      range_text(request.range_first, request.range_last) + " of",
+                  target.path, EIO);
   }
   return std::make_shared<const std::string>(std::move(response.body));
+}
+
+// Fetches bytes [first, last] with one ranged GET, handing them to `sink` as they arrive (for a lazy
+// mapping, which copies them into place: no block of the cache holds them). The answer's version is checked
+// before its first byte goes to the sink.
+void stream_range(const Target& target, uint64_t first, uint64_t last, const Sink& sink) {
+  const FileIdentity& identity = target.identity;
+  Request request;
+  request.url = target.url;
+  request.sign_s3 = target.s3;
+  request.has_range = true;
+  request.range_first = first;
+  request.range_last = last;
+  std::string other_etag;
+  uint64_t other_total = 0;
+  bool other_version = false;
+  request.sink = [&](const Response& headers, uint64_t offset, const char* data, size_t n) {
+    if (offset == 0 && (headers.etag != identity.etag || headers.total_size != identity.size)) {
+      other_version = true;
+      other_etag = headers.etag;
+      other_total = headers.total_size;
+      return false;
+    }
+    return sink(offset, data, n);
+  };
+  unsigned tries = 0;
+  Response response = perform_limited(target, request, tries);
+  if (other_version) check_answer(target, request, response, tries, other_etag, other_total);
+  const bool whole = response.status == 200;
+  check_answer(target, request, response, tries, response.etag,
+               whole ? response.body.size() : response.total_size);
+  const uint64_t expected = last - first + 1;
+  if (whole) {
+    auto body = std::make_shared<const std::string>(std::move(response.body));
+    keep_whole_file(target.env->cache(), target.env->client().settings().block_size, target.url,
+                    identity.etag, target.path, body);
+    sink(0, body->data() + first, static_cast<size_t>(expected));
+    return;
+  }
+  if (response.refused)
+    throw IoError("the transfer was stopped reading " + range_text(first, last) + " of", target.path,
+                  ECANCELED);
+  if (response.streamed != expected) {
+    throw IoError("short response (" + std::to_string(response.streamed) + " bytes) reading " +
+                      range_text(first, last) + " of",
+                  target.path, EIO);
+  }
 }
 
 // Starts one GET for the claimed blocks [first, first + promises.size()), fulfilling their promises.
@@ -599,13 +673,6 @@ uint64_t RemoteFile::ahead_to(uint64_t offset, size_t n, uint64_t last) const {
   return std::min(blocks_in_file - 1, last + ahead / settings.block_size);
 }
 
-Block RemoteFile::block_for_mapping(uint64_t b) const {
-  const RemoteSettings& settings = target_->env->client().settings();
-  const uint64_t offset = b * settings.block_size;
-  const size_t n = static_cast<size_t>(std::min(settings.block_size, target_->identity.size - offset));
-  return blocks(b, b, ahead_to(offset, n, b)).front().get();
-}
-
 // The size when opened: every fetch checks the file's ETag and size, so a change is an error at the next
 // read; asking the server at every check a reader makes would cost a request each.
 uint64_t RemoteFile::current_size() const {
@@ -613,14 +680,20 @@ uint64_t RemoteFile::current_size() const {
 }
 
 std::unique_ptr<FileMapping> RemoteFile::map() const {
-  if (!target_->env->client().settings().map) return nullptr;
-  // The mapping's own reader: its forward walk (read-ahead) is apart from this file's reads.
-  auto reader = std::make_shared<RemoteFile>(target_);
-  return make_lazy_mapping(target_->identity.size, target_->env->client().settings().block_size,
-                           [reader](uint64_t b) {
-                             Block block = reader->block_for_mapping(b);
-                             return BlockBytes{block.body, block.data(), block.size};
-                           });
+  const RemoteSettings& settings = target_->env->client().settings();
+  if (!settings.map) return nullptr;
+  BlockSource source;
+  std::shared_ptr<const Target> target = target_;
+  source.cached = [target](uint64_t b) {
+    const Block block = target->env->cache().peek(BlockCache::Key{target->url, target->identity.etag, b});
+    return block.body ? BlockBytes{block.body, block.data(), block.size} : BlockBytes{};
+  };
+  source.fetch = [target](uint64_t first, uint64_t last, const Sink& sink) {
+    stream_range(*target, first, last, sink);
+  };
+  source.read_ahead_blocks = settings.read_ahead / settings.block_size;
+  source.blocks_per_fetch = std::max<uint64_t>(1, settings.request_size / settings.block_size);
+  return make_lazy_mapping(target_->identity.size, settings.block_size, std::move(source));
 }
 
 }  // namespace

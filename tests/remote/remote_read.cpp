@@ -3,6 +3,8 @@
 //   read:OFFSET:N  read_at; prints "ok <bytes> <FNV-1a of the bytes, hex>" or "error <IoError text>"
 //   map:OFFSET:N   the bytes of a core::MappedFile (a lazy mapping for remote files), then check_intact()
 //   forkmap:OFFSET:N  as map:, in a child process (fork) of this one: the mapping must exist already
+//   willneed:OFFSET:N  tells the core::MappedFile (made if there is none) that the range will be read soon;
+//                  prints "hinted"
 //   wait           reads a line from standard input (the test acts in between)
 //   size           prints the size the file had when opened
 //   mappable       prints "mappable yes" when the Env maps the file (remote: userfaultfd works here), else
@@ -82,6 +84,11 @@ int main(int argc, char** argv) {
         }
         int status = 0;
         ::waitpid(child, &status, 0);
+      } else if (op.rfind("willneed:", 0) == 0) {
+        const size_t colon = op.find(':', 9);
+        if (!mapped) mapped = std::make_unique<cntkio::core::MappedFile>(path);
+        mapped->will_need(std::stoull(op.substr(9, colon - 9)), std::stoull(op.substr(colon + 1)));
+        std::printf("hinted\n");
       } else if (op == "mappable") {
         std::printf("mappable %s\n", file->map() ? "yes" : "no");
       } else if (op == "size") {

@@ -76,6 +76,13 @@ class PosixMapping final : public FileMapping {
   const char* data() const override { return data_; }
   size_t size() const override { return size_; }
   bool intact() const override { return !core::env::mapping_faulted(slot_); }
+  void will_need(uint64_t offset, uint64_t size) const override {
+    if (offset >= size_ || size == 0) return;
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t start = offset / page * page;
+    const uint64_t end = std::min<uint64_t>(size_, offset + size);
+    ::madvise(const_cast<char*>(data_) + start, end - start, MADV_WILLNEED);
+  }
 
  private:
   const char* data_;

@@ -99,6 +99,7 @@ class CbfDeserializer final : public Deserializer {
     // the chunk is parsed or its values copied reads zeros there, which the checks after refuse.
     const CbfChunkHeader& chunk = header_.chunks[chunks_[chunk_id]];
     mapping_->check_covers(chunk.offset + chunk.size);
+    mapping_->will_need(chunk.offset, chunk.size);
     try {
       if (header_.layout == CbfLayout::kCurrent) {
         loaded = cbf::parse_current_chunk(context_, chunks_[chunk_id], first_sequence_[chunk_id]);

@@ -188,7 +188,12 @@ class CtfDeserializer final : public Deserializer {
     const std::vector<ctf::IndexedSequence> sequences = chunk_sequences(chunk_id);
     // A file cut since it was indexed fails here, before its mapping is read past the new end; one cut
     // during the parse gives zeros there, and the check after the parse refuses them.
-    if (!sequences.empty()) file_.check_covers(sequences.back().offset + sequences.back().size);
+    if (!sequences.empty()) {
+      file_.check_covers(sequences.back().offset + sequences.back().size);
+      // The parts of the parse read the chunk's bytes at once: a remote file fetches them all now.
+      file_.will_need(sequences.front().offset,
+                      sequences.back().offset + sequences.back().size - sequences.front().offset);
+    }
     ChunkPtr loaded;
     try {
       loaded = ctf::parse_chunk(context_, sequences);
