@@ -349,15 +349,30 @@ class MinibatchDataset(IterableDataset):
                 continue
             index += 1
             if direct:  # the minibatches written into one buffer (one segment of a worker: one hand-over)
-                buffer, read = reader.next_torch_items(count, global_size, partitions, partition,
-                                                       self.sparse == "dense", _ALIGN, _ALIGN, allocate,
-                                                       self.as_indices, with_state)
-                items = self._items(buffer, [entries for entries, _, _ in read], source, pool)
+                if pool is None:
+                    # The reader writes the next group on a thread of its own meanwhile (states are always
+                    # wanted here) and makes the tensors itself unless Python reshapes them; `exhausted` says
+                    # whether the data ended.
+                    buffer, read, exhausted = reader.next_torch_items_ahead(
+                        count, global_size, partitions, partition, self.sparse == "dense", _ALIGN, _ALIGN,
+                        self.as_indices, None if source._shapes else torch.from_numpy)
+                    wanted = len(read) + 1 if exhausted else len(read)
+                    if source._shapes:
+                        items = self._items(buffer, [entries for entries, _, _ in read], source, pool)
+                    else:
+                        items = [item for item, _, _ in read]
+                else:
+                    buffer, read = reader.next_torch_items(count, global_size, partitions, partition,
+                                                           self.sparse == "dense", _ALIGN, _ALIGN, allocate,
+                                                           self.as_indices, with_state)
+                    wanted = count
+                    items = self._items(buffer, [entries for entries, _, _ in read], source, pool)
                 states = [state for _, state, _ in read]
                 source._skips_due = any(end for _, _, end in read)
-                wanted = count
                 if limit and read:
-                    written = max(offset + nbytes for _, _, _, offset, nbytes in read[-1][0])
+                    # bytes written: the end of the last tensor (in this process: the buffer's size)
+                    written = len(buffer) if pool is None else max(offset + nbytes for _, _, _, offset, nbytes
+                                                                   in read[-1][0])
                     count = max(1, min(limit, GROUP_BYTES * len(read) // max(written, 1)))
             else:
                 items, states, wanted = [], [], group or count
