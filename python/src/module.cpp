@@ -393,19 +393,7 @@ class Reader {
         group = read_torch_group(request);
       }
       if (group.error) std::rethrow_exception(group.error);
-      if (group.states.size() >= count && !group.exhausted && !group.ended_sweep()) {
-        if (!ahead_thread_) ahead_thread_ = std::make_unique<JobThread>();
-        ahead_request_ = request;
-        ahead_pending_ = true;
-        ahead_thread_->start([this] {
-          try {
-            ahead_group_ = read_torch_group(ahead_request_);
-          } catch (...) {
-            ahead_group_ = TorchGroup{};
-            ahead_group_.error = std::current_exception();
-          }
-        });
-      }
+      if (group.states.size() >= count && !group.exhausted && !group.ended_sweep()) start_ahead(request);
     }
     if (group.states.empty()) return py::make_tuple(py::none(), py::list(), group.exhausted);
     py::tuple written = written_items_to_python(std::move(group.written), tensor_of);
@@ -416,6 +404,25 @@ class Reader {
           py::make_tuple(items[i], py::str(group.states[i]), static_cast<bool>(group.end_of_sweep[i])));
     }
     return py::make_tuple(written[0], out, group.exhausted);
+  }
+
+  // Starts reading and writing the group that next_torch_items_ahead with these arguments will take (unless a
+  // group is read ahead already): cntkio.torch calls it when an epoch ends, for the next epoch's first group.
+  void torch_items_read_ahead(size_t count, size_t minibatch_size, size_t num_partitions,
+                              size_t partition_index, bool sparse_as_dense, size_t align, size_t header,
+                              const std::map<std::string, int64_t>& class_indices) {
+    check_process();
+    TorchRequest request{count,
+                         minibatch_size,
+                         num_partitions,
+                         partition_index,
+                         sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
+                         align,
+                         header,
+                         class_indices};
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> ahead_lock(ahead_mutex_);
+    if (!ahead_pending_) start_ahead(request);
   }
 
   // Reads up to `count` minibatches of next_v2 and drops them: (minibatches read, whether one of them ended a
@@ -622,6 +629,21 @@ class Reader {
     return group;
   }
 
+  // Starts reading `request`'s group on ahead_thread_ (with ahead_mutex_ held, none pending).
+  void start_ahead(const TorchRequest& request) {
+    if (!ahead_thread_) ahead_thread_ = std::make_unique<JobThread>();
+    ahead_request_ = request;
+    ahead_pending_ = true;
+    ahead_thread_->start([this] {
+      try {
+        ahead_group_ = read_torch_group(ahead_request_);
+      } catch (...) {
+        ahead_group_ = TorchGroup{};
+        ahead_group_.error = std::current_exception();
+      }
+    });
+  }
+
   // Waits for a group read ahead and drops it (call without the GIL).
   void drop_ahead() {
     std::lock_guard<std::mutex> lock(ahead_mutex_);
@@ -721,6 +743,9 @@ PYBIND11_MODULE(_core, m) {
            py::arg("minibatch_size"), py::arg("num_partitions"), py::arg("partition_index"),
            py::arg("sparse_as_dense"), py::arg("align"), py::arg("header"), py::arg("class_indices"),
            py::arg("tensor_of") = py::none())
+      .def("torch_items_read_ahead", &Reader::torch_items_read_ahead, py::arg("count"),
+           py::arg("minibatch_size"), py::arg("num_partitions"), py::arg("partition_index"),
+           py::arg("sparse_as_dense"), py::arg("align"), py::arg("header"), py::arg("class_indices"))
       .def("skip_v2", &Reader::skip_v2, py::arg("count"), py::arg("minibatch_size"),
            py::arg("num_partitions"), py::arg("partition_index"))
       .def("describe", &Reader::describe)

@@ -178,3 +178,41 @@ def test_items_made_by_the_module_equal_items_made_from_the_entries(tmp_path, sp
             assert torch.equal(a[key], tensor), key
     assert got[0]["features"].dtype == (torch.float64 if kind == "double" else torch.float32)
     assert got[0]["features"].dim() == (2 if kind == "frame" else 4 if kind == "shaped" else 3)
+
+
+def all_ids(items):
+    return [i for item in items for i in item["features"][:, 0, 0].long().tolist()]
+
+
+def test_an_epoch_read_ahead_at_the_last_ones_end_is_dropped_when_another_position_is_asked_for(data):
+    """When an epoch ends, the reader is set to the next epoch and reads its first minibatch; set_epoch and
+    load_state_dict to anything else must still read exactly what a fresh dataset reads there."""
+    def dataset():
+        return cntkio.torch.MinibatchDataset(functools.partial(make_source, data), 6)
+
+    reference = {}
+    for epoch in range(3):
+        fresh = dataset()
+        fresh.set_epoch(epoch)
+        reference[epoch] = all_ids(fresh)
+    assert reference[0] != reference[1] != reference[2]
+
+    d = dataset()
+    assert all_ids(d) == reference[0]
+    assert all_ids(d) == reference[1]  # read ahead at epoch 0's end, taken
+    d.set_epoch(1)
+    assert all_ids(d) == reference[1]  # read ahead for epoch 2, dropped
+    d.set_epoch(0)
+    assert all_ids(d) == reference[0]
+
+    # a checkpoint taken in epoch 1, loaded after epoch 1 ended (the reader read ahead into epoch 2)
+    d = dataset()
+    all_ids(d)
+    iterator, first = iter(d), []
+    for _ in range(4):
+        first += next(iterator)["features"][:, 0, 0].long().tolist()
+    state = d.state_dict()
+    assert first + all_ids(iterator) == reference[1]
+    d.load_state_dict(state)
+    assert all_ids(d) == reference[1][len(first):]
+    assert all_ids(d) == reference[2]
