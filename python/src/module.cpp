@@ -393,7 +393,10 @@ class Reader {
         group = read_torch_group(request);
       }
       if (group.error) std::rethrow_exception(group.error);
-      if (group.states.size() >= count && !group.exhausted && !group.ended_sweep()) start_ahead(request);
+      // A group as long as it was asked to be (the one read ahead was asked with the count of the call
+      // before)
+      if (group.states.size() >= group.count && !group.exhausted && !group.ended_sweep())
+        start_ahead(request);
     }
     if (group.states.empty()) return py::make_tuple(py::none(), py::list(), group.exhausted);
     py::tuple written = written_items_to_python(std::move(group.written), tensor_of);
@@ -599,6 +602,7 @@ class Reader {
     std::vector<char> end_of_sweep;
     bool exhausted = false;
     std::exception_ptr error;  // of a group read ahead
+    size_t count = 0;          // minibatches asked for
     bool ended_sweep() const {
       return std::any_of(end_of_sweep.begin(), end_of_sweep.end(), [](char e) { return e != 0; });
     }
@@ -607,6 +611,7 @@ class Reader {
   // Reads and writes up to request.count minibatches. Without the GIL, on any thread.
   TorchGroup read_torch_group(const TorchRequest& request) {
     TorchGroup group;
+    group.count = request.count;
     std::vector<std::shared_ptr<const Minibatch>> minibatches;
     {
       std::lock_guard<std::mutex> lock(mutex_);

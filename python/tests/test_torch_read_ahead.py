@@ -216,3 +216,13 @@ def test_an_epoch_read_ahead_at_the_last_ones_end_is_dropped_when_another_positi
     d.load_state_dict(state)
     assert all_ids(d) == reference[1][len(first):]
     assert all_ids(d) == reference[2]
+
+
+def test_a_group_read_ahead_with_the_count_of_the_call_before_goes_on_reading_ahead(data):
+    """The dataset's count grows from 1 to 8 at an epoch's start: a group read ahead with count 1, taken by a call
+    that asks for 3, is full, so that call starts the next group (3 minibatches) at once."""
+    reader, twin = reader_of(data, 3), reader_of(data, 3)
+    assert len(reader.next_torch_items_ahead(1, 6, 1, 0, False, ALIGN, ALIGN, {})[1]) == 1
+    assert len(reader.next_torch_items_ahead(3, 6, 1, 0, False, ALIGN, ALIGN, {})[1]) == 1  # the group read ahead
+    twin.next_torch_items(5, 6, 1, 0, False, ALIGN, ALIGN, cntkio.torch._allocate, {}, False)
+    assert reader.state() == twin.state()  # 1 + 1 handed out, 3 read ahead
