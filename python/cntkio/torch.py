@@ -349,6 +349,11 @@ class MinibatchDataset(IterableDataset):
                     buffer, read, exhausted = reader.next_torch_items_ahead(
                         count, global_size, partitions, partition, self.sparse == "dense", _ALIGN, _ALIGN,
                         self.as_indices, None if source._shapes else torch.from_numpy)
+                    if exhausted or (self.epoch_size is None and read and read[-1][2]):
+                        # The epoch ends with this group (its sweep did): the reader starts on the next epoch
+                        # while the loop takes this group, as the C++ reader reads on across sweeps.
+                        self._read_next_epoch_ahead(source, epoch + 1, partition, partitions)
+                        exhausted = True
                     wanted = len(read) + 1 if exhausted else len(read)
                     if source._shapes:
                         items = self._items(buffer, [entries for entries, _, _ in read], source, pool)
@@ -396,14 +401,15 @@ class MinibatchDataset(IterableDataset):
             self._resume = None
         self.epoch = epoch + 1
         self._seen = {}
-        if direct and pool is None and not in_worker:
-            # The next epoch's first minibatch is read while the loop ends and the next one starts, as the C++
-            # reader reads on across sweeps; an iteration that does not begin that epoch (set_epoch,
-            # load_state_dict) sets the reader again, which drops it.
-            self._begin_epoch(source, epoch + 1, partition, partitions)
-            reader.torch_items_read_ahead(1, global_size, partitions, partition, self.sparse == "dense", _ALIGN,
-                                          _ALIGN, self.as_indices)
-            self._primed = (source, epoch + 1, partition, partitions)
+
+    def _read_next_epoch_ahead(self, source, epoch, partition, partitions):
+        """Sets the reader of `source` (this process's, whose epoch has just ended) to where `epoch` starts and
+        has it read that epoch's first minibatch on its thread. An iteration that does not begin that epoch
+        (set_epoch, load_state_dict) sets the reader again, which drops what it read."""
+        self._begin_epoch(source, epoch, partition, partitions)
+        source._reader.torch_items_read_ahead(1, self.minibatch_size * partitions, partitions, partition,
+                                              self.sparse == "dense", _ALIGN, _ALIGN, self.as_indices)
+        self._primed = (source, epoch, partition, partitions)
 
     def _begin_epoch(self, source, epoch, partition, partitions):
         """Sets the reader of `source` to where `epoch` starts for `partition` (or to the state it resumes)."""

@@ -415,8 +415,7 @@ void write_deferred_sparse_indices(const StreamPlan& p, bool frame, const std::v
 template <typename T>
 void write_class_indices(const StreamPlan& p, bool frame, int64_t pad, const std::vector<std::string>& keys,
                          const std::vector<SequenceData>* from, int64_t* out, size_t count) {
-  std::fill_n(out, count, pad);
-  size_t next = 0;
+  size_t next = 0;  // each place is written once: a sample's class, or the padding after the sequence
   for (size_t k = 0; k < p.seqs.size(); ++k) {
     const Placed& s = p.seqs[k];
     size_t out_row = frame ? next : k * p.max_length;
@@ -448,8 +447,11 @@ void write_class_indices(const StreamPlan& p, bool frame, int64_t pad, const std
         out[out_row] = b.row_indices[begin];
       }
     }
+    if (!frame) std::fill(out + out_row, out + (k + 1) * p.max_length, pad);
     next += s.length();
   }
+  std::fill(out + (frame ? next : p.seqs.size() * p.max_length), out + count,
+            pad);  // none is left, as planned
 }
 
 // Where every tensor of one item goes (offsets from the item's start) and what each stream needs to write it.
@@ -613,11 +615,11 @@ void write_item(const ItemPlan& item, unsigned char* base, const std::map<std::s
     if (!frame) {
       uint8_t* mask = base + plan[next].offset;
       auto* lengths = reinterpret_cast<int64_t*>(base + plan[next + 1].offset);
-      std::memset(mask, 0, plan[next].nbytes);
-      for (size_t k = 0; k < p.seqs.size(); ++k) {
+      for (size_t k = 0; k < p.seqs.size(); ++k) {  // rows: the sequences, each max_length long
         const Placed& s = p.seqs[k];
         uint8_t* row = mask + k * p.max_length;
         std::fill(row, row + s.length(), uint8_t{1});
+        std::fill(row + s.length(), row + p.max_length, uint8_t{0});
         if (s.t_begin >= 0 && s.length() > 0) row[0] = 2;
         lengths[k] = static_cast<int64_t>(s.length());
       }
