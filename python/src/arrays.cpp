@@ -450,8 +450,8 @@ void write_class_indices(const StreamPlan& p, bool frame, int64_t pad, const std
     if (!frame) std::fill(out + out_row, out + (k + 1) * p.max_length, pad);
     next += s.length();
   }
-  std::fill(out + (frame ? next : p.seqs.size() * p.max_length), out + count,
-            pad);  // none is left, as planned
+  // None is left as planned; anything past the rows written holds the padding too.
+  std::fill(out + (frame ? next : p.seqs.size() * p.max_length), out + count, pad);
 }
 
 // Where every tensor of one item goes (offsets from the item's start) and what each stream needs to write it.

@@ -393,10 +393,9 @@ class Reader {
         group = read_torch_group(request);
       }
       if (group.error) std::rethrow_exception(group.error);
-      // A group as long as it was asked to be (the one read ahead was asked with the count of the call
-      // before)
-      if (group.states.size() >= group.count && !group.exhausted && !group.ended_sweep())
-        start_ahead(request);
+      // Full: as long as asked when it was read (a group read ahead, with the count of the call before).
+      const bool full = group.states.size() >= group.count && !group.exhausted;
+      if (full && !group.ended_sweep()) start_ahead(request);
     }
     if (group.states.empty()) return py::make_tuple(py::none(), py::list(), group.exhausted);
     py::tuple written = written_items_to_python(std::move(group.written), tensor_of);
