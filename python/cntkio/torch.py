@@ -36,7 +36,8 @@ training loop; a state resumes with the same or a different number of workers or
 
 Tensors are contiguous and, apart from truncated BPTT and ``sparse="csr"``, written by the C++ module straight
 into one buffer per item, each sequence copied once from where the reader loaded it (the reader's packer
-does not lay the minibatch out in CNTK's layout first: ``defer_values``). From worker processes that buffer
+does not lay the minibatch out in CNTK's layout first: ``defer_values``). In one process the reader writes the
+next few items on a thread of its own while the training loop takes these. From worker processes that buffer
 is a segment of shared memory that the training process mapped when the dataset (or ``MinibatchLoader``) was
 made, before the DataLoader forked its workers: only the segment's place and where each tensor lies in it
 cross between the processes. Each worker keeps up
@@ -148,6 +149,7 @@ class MinibatchDataset(IterableDataset):
         self._seen_partitions = None
         self._probe = self._probe_pid = self._indexes = None
         self._kept = None  # (pid, source) whose epoch ended: the next iteration in that process reads on with it
+        self._primed = None  # (source, epoch, partition, partitions) the kept source was set to and reads ahead
         self._sweep_size = None
         _ensure_arena()  # before the DataLoader forks its workers
         if share_index:
@@ -159,7 +161,7 @@ class MinibatchDataset(IterableDataset):
     def __getstate__(self):
         # Spawned workers (not forked) cannot take a source or the index memory along: they index themselves.
         state = dict(self.__dict__)
-        state["_probe"] = state["_probe_pid"] = state["_indexes"] = state["_kept"] = None
+        state["_probe"] = state["_probe_pid"] = state["_indexes"] = state["_kept"] = state["_primed"] = None
         if isinstance(state["_source"], _core_spec_type()):
             raise TypeError("a MinibatchDataset over a ReaderSpec cannot be pickled (for spawned DataLoader "
                             "workers): give it the deserializer objects or a picklable function instead")
@@ -310,27 +312,18 @@ class MinibatchDataset(IterableDataset):
         limit = 0 if split else group or (0 if in_worker else _READ_AHEAD)
         reader = source._reader
         epoch = self.epoch
-        if self.epoch_size is None:
-            # Epoch k starts at sample k·S (S: one sweep, known from the index; epoch 0 needs no S).
-            if epoch > 0 and self._sweep_size is None:
-                self._sweep_size = reader.sweep_size()
-            size = self._sweep_size if epoch > 0 else 0
-            source._max_samples, source._max_sweeps = _source.INFINITELY_REPEAT, epoch + 1
-        else:
-            size = self.epoch_size
-            source._max_samples, source._max_sweeps = (epoch + 1) * size, _source.INFINITELY_REPEAT
-        reader.set_v2_limits(source._max_samples, source._max_sweeps)
-        source._mode = "v2"
-        start = self._start_state(epoch, epoch * size, partition, partitions)
-        if start != {"minibatchSourcePosition": 0, "sequenceCounter": 0}:  # restoring the start would reread it
-            reader.restore(json.dumps(start))
+        direct = source._packing != "truncated" and self.sparse != "csr"
+        primed, self._primed = self._primed, None
+        if (primed is None or primed[0] is not source or primed[1:] != (epoch, partition, partitions)
+                or self._resume is not None or in_worker):
+            self._begin_epoch(source, epoch, partition, partitions)
+            # torch_item then copies each sequence from the loaded chunks straight into the item, instead of
+            # the packer laying it out in CNTK's layout first (one pass over the values instead of two).
+            if direct:
+                reader.defer_values(_DEFER_VALUES)
+        # else the last epoch's end set the reader to this epoch's start and began reading it
         self._seen_partitions = partitions
         global_size = self.minibatch_size * partitions
-        direct = source._packing != "truncated" and self.sparse != "csr"
-        # torch_item then copies each sequence from the loaded chunks straight into the item, instead of the
-        # packer laying it out in CNTK's layout first (one pass over the values instead of two).
-        if direct:
-            reader.defer_values(_DEFER_VALUES)
         pool = _worker_pool() if in_worker else None
         allocate = pool.allocate if pool is not None else _allocate
         record = not in_worker and not self.emit_state  # the dataset records the states itself
@@ -349,15 +342,35 @@ class MinibatchDataset(IterableDataset):
                 continue
             index += 1
             if direct:  # the minibatches written into one buffer (one segment of a worker: one hand-over)
-                buffer, read = reader.next_torch_items(count, global_size, partitions, partition,
-                                                       self.sparse == "dense", _ALIGN, _ALIGN, allocate,
-                                                       self.as_indices, with_state)
-                items = self._items(buffer, [entries for entries, _, _ in read], source, pool)
+                if pool is None:
+                    # The reader writes the next group on a thread of its own meanwhile (states are always
+                    # wanted here) and makes the tensors itself unless Python reshapes them; `exhausted` says
+                    # whether the data ended.
+                    buffer, read, exhausted = reader.next_torch_items_ahead(
+                        count, global_size, partitions, partition, self.sparse == "dense", _ALIGN, _ALIGN,
+                        self.as_indices, None if source._shapes else torch.from_numpy)
+                    if exhausted or (self.epoch_size is None and read and read[-1][2]):
+                        # The epoch ends with this group (its sweep did): the reader starts on the next epoch
+                        # while the loop takes this group, as the C++ reader reads on across sweeps.
+                        self._read_next_epoch_ahead(source, epoch + 1, partition, partitions)
+                        exhausted = True
+                    wanted = len(read) + 1 if exhausted else len(read)
+                    if source._shapes:
+                        items = self._items(buffer, [entries for entries, _, _ in read], source, pool)
+                    else:
+                        items = [item for item, _, _ in read]
+                else:
+                    buffer, read = reader.next_torch_items(count, global_size, partitions, partition,
+                                                           self.sparse == "dense", _ALIGN, _ALIGN, allocate,
+                                                           self.as_indices, with_state)
+                    wanted = count
+                    items = self._items(buffer, [entries for entries, _, _ in read], source, pool)
                 states = [state for _, state, _ in read]
                 source._skips_due = any(end for _, _, end in read)
-                wanted = count
                 if limit and read:
-                    written = max(offset + nbytes for _, _, _, offset, nbytes in read[-1][0])
+                    # bytes written: the end of the last tensor (in this process: the buffer's size)
+                    written = len(buffer) if pool is None else max(offset + nbytes for _, _, _, offset, nbytes
+                                                                   in read[-1][0])
                     count = max(1, min(limit, GROUP_BYTES * len(read) // max(written, 1)))
             else:
                 items, states, wanted = [], [], group or count
@@ -388,6 +401,33 @@ class MinibatchDataset(IterableDataset):
             self._resume = None
         self.epoch = epoch + 1
         self._seen = {}
+
+    def _read_next_epoch_ahead(self, source, epoch, partition, partitions):
+        """Sets the reader of `source` (this process's, whose epoch has just ended) to where `epoch` starts and
+        has it read that epoch's first minibatch on its thread. An iteration that does not begin that epoch
+        (set_epoch, load_state_dict) sets the reader again, which drops what it read."""
+        self._begin_epoch(source, epoch, partition, partitions)
+        source._reader.torch_items_read_ahead(1, self.minibatch_size * partitions, partitions, partition,
+                                              self.sparse == "dense", _ALIGN, _ALIGN, self.as_indices)
+        self._primed = (source, epoch, partition, partitions)
+
+    def _begin_epoch(self, source, epoch, partition, partitions):
+        """Sets the reader of `source` to where `epoch` starts for `partition` (or to the state it resumes)."""
+        reader = source._reader
+        if self.epoch_size is None:
+            # Epoch k starts at sample k·S (S: one sweep, known from the index; epoch 0 needs no S).
+            if epoch > 0 and self._sweep_size is None:
+                self._sweep_size = reader.sweep_size()
+            size = self._sweep_size if epoch > 0 else 0
+            source._max_samples, source._max_sweeps = _source.INFINITELY_REPEAT, epoch + 1
+        else:
+            size = self.epoch_size
+            source._max_samples, source._max_sweeps = (epoch + 1) * size, _source.INFINITELY_REPEAT
+        reader.set_v2_limits(source._max_samples, source._max_sweeps)
+        source._mode = "v2"
+        start = self._start_state(epoch, epoch * size, partition, partitions)
+        if start != {"minibatchSourcePosition": 0, "sequenceCounter": 0}:  # restoring the start would reread it
+            reader.restore(json.dumps(start))
 
     def _packed_item(self, batch, source, in_worker):
         """The item of a minibatch packed in CNTK's layout (truncated BPTT, sparse="csr")."""

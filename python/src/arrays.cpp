@@ -1,6 +1,7 @@
 #include "arrays.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -414,13 +415,18 @@ void write_deferred_sparse_indices(const StreamPlan& p, bool frame, const std::v
 template <typename T>
 void write_class_indices(const StreamPlan& p, bool frame, int64_t pad, const std::vector<std::string>& keys,
                          const std::vector<SequenceData>* from, int64_t* out, size_t count) {
-  std::fill_n(out, count, pad);
-  size_t next = 0;
+  size_t next = 0;  // each place is written once: a sample's class, or the padding after the sequence
   for (size_t k = 0; k < p.seqs.size(); ++k) {
     const Placed& s = p.seqs[k];
     size_t out_row = frame ? next : k * p.max_length;
     if (from != nullptr) {
       const SequenceData& seq = (*from)[s.sequence_index];
+      if (k + kAhead < p.seqs.size()) {  // as for_each_deferred_sparse_sample
+        const SequenceData& later = (*from)[p.seqs[k + kAhead].sequence_index];
+        prefetch_bytes(later.nnz_counts, later.number_of_samples * sizeof(uint32_t));
+        prefetch_bytes(later.indices, later.total_nnz * sizeof(int32_t));
+        prefetch_bytes(later.values, later.total_nnz * sizeof(T));
+      }
       const T* values = static_cast<const T*>(seq.values);
       size_t first = 0;
       for (size_t t = 0; t < s.length(); ++t, ++out_row) {
@@ -441,8 +447,11 @@ void write_class_indices(const StreamPlan& p, bool frame, int64_t pad, const std
         out[out_row] = b.row_indices[begin];
       }
     }
+    if (!frame) std::fill(out + out_row, out + (k + 1) * p.max_length, pad);
     next += s.length();
   }
+  // None is left as planned; anything past the rows written holds the padding too.
+  std::fill(out + (frame ? next : p.seqs.size() * p.max_length), out + count, pad);
 }
 
 // Where every tensor of one item goes (offsets from the item's start) and what each stream needs to write it.
@@ -606,11 +615,11 @@ void write_item(const ItemPlan& item, unsigned char* base, const std::map<std::s
     if (!frame) {
       uint8_t* mask = base + plan[next].offset;
       auto* lengths = reinterpret_cast<int64_t*>(base + plan[next + 1].offset);
-      std::memset(mask, 0, plan[next].nbytes);
-      for (size_t k = 0; k < p.seqs.size(); ++k) {
+      for (size_t k = 0; k < p.seqs.size(); ++k) {  // rows: the sequences, each max_length long
         const Placed& s = p.seqs[k];
         uint8_t* row = mask + k * p.max_length;
         std::fill(row, row + s.length(), uint8_t{1});
+        std::fill(row + s.length(), row + p.max_length, uint8_t{0});
         if (s.t_begin >= 0 && s.length() > 0) row[0] = 2;
         lengths[k] = static_cast<int64_t>(s.length());
       }
@@ -678,6 +687,71 @@ py::tuple torch_items(const std::vector<std::shared_ptr<const Minibatch>>& minib
   py::list entries;
   for (size_t i = 0; i < items.size(); ++i) entries.append(item_entries(items[i], starts[i]));
   return py::make_tuple(buffer, entries);
+}
+
+struct WrittenItems {
+  std::vector<ItemPlan> items;  // their minibatches are dropped once written
+  std::vector<size_t> starts;
+  std::unique_ptr<unsigned char, decltype(&std::free)> buffer{nullptr, &std::free};
+  size_t size = 0;
+};
+
+void WrittenItemsDeleter::operator()(WrittenItems* written) const {
+  delete written;
+}
+
+WrittenItemsPtr write_torch_items(const std::vector<std::shared_ptr<const Minibatch>>& minibatches,
+                                  PackingMode mode, SparseItem sparse, size_t align, size_t header,
+                                  const std::map<std::string, int64_t>& class_pads) {
+  WrittenItemsPtr written(new WrittenItems);
+  size_t end = header;
+  for (const auto& minibatch : minibatches) {
+    written->items.push_back(plan_item(minibatch, mode, sparse, align, 0, class_pads));
+    written->starts.push_back(end);
+    end += written->items.back().end;
+  }
+  constexpr size_t kBufferAlign = 64;
+  written->size = end;
+  written->buffer.reset(static_cast<unsigned char*>(std::aligned_alloc(
+      kBufferAlign, std::max<size_t>((end + kBufferAlign - 1) / kBufferAlign * kBufferAlign, kBufferAlign))));
+  if (!written->buffer) throw std::bad_alloc();
+  for (size_t i = 0; i < written->items.size(); ++i) {
+    write_item(written->items[i], written->buffer.get() + written->starts[i], class_pads);
+    written->items[i].minibatch.reset();
+    written->items[i].streams.clear();
+  }
+  return written;
+}
+
+py::tuple written_items_to_python(WrittenItemsPtr written, const py::object& tensor_of) {
+  unsigned char* data = written->buffer.get();
+  py::capsule owner(data, [](void* p) { std::free(p); });
+  (void)written->buffer.release();  // the capsule frees it now
+  py::list items;
+  if (tensor_of.is_none()) {
+    for (size_t i = 0; i < written->items.size(); ++i) {
+      items.append(item_entries(written->items[i], written->starts[i]));
+    }
+  } else {
+    const py::dtype float32 = py::dtype::of<float>(), float64 = py::dtype::of<double>();
+    const py::dtype int64 = py::dtype::of<int64_t>(), uint8 = py::dtype::of<uint8_t>();
+    auto dtype_named = [&](const char* name) -> const py::dtype& {
+      if (std::strcmp(name, "float32") == 0) return float32;
+      if (std::strcmp(name, "float64") == 0) return float64;
+      if (std::strcmp(name, "int64") == 0) return int64;
+      return uint8;
+    };
+    for (size_t i = 0; i < written->items.size(); ++i) {
+      py::dict item;
+      for (const Planned& t : written->items[i].plan) {
+        py::array array(dtype_named(t.dtype), t.shape, data + written->starts[i] + t.offset, owner);
+        item[py::str(t.key)] = tensor_of(std::move(array));
+      }
+      items.append(std::move(item));
+    }
+  }
+  py::array_t<uint8_t> buffer({static_cast<py::ssize_t>(written->size)}, {py::ssize_t{1}}, data, owner);
+  return py::make_tuple(buffer, items);
 }
 
 py::dict stream_arrays(const std::shared_ptr<const Minibatch>& minibatch, size_t index, PackingMode mode) {

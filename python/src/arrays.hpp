@@ -59,4 +59,20 @@ pybind11::tuple torch_items(const std::vector<std::shared_ptr<const Minibatch>>&
                             const pybind11::function& allocate,
                             const std::map<std::string, int64_t>& class_pads = {});
 
+/// torch_items' writing, done without Python: the items of `minibatches` written into a buffer of its own
+/// (aligned to 64 bytes), laid out as torch_items lays them out. Thread-safety: needs no GIL; any thread.
+struct WrittenItems;
+struct WrittenItemsDeleter {
+  void operator()(WrittenItems* written) const;
+};
+using WrittenItemsPtr = std::unique_ptr<WrittenItems, WrittenItemsDeleter>;
+WrittenItemsPtr write_torch_items(const std::vector<std::shared_ptr<const Minibatch>>& minibatches,
+                                  PackingMode mode, SparseItem sparse, size_t align, size_t header,
+                                  const std::map<std::string, int64_t>& class_pads);
+
+/// torch_items' result for `written`: (buffer as a NumPy uint8 array that owns it, [entries of each item]);
+/// with `tensor_of` (a function, not None) each item is instead a dict {key: tensor_of(NumPy array viewing
+/// the buffer)}, in the order of its entries. Call with the GIL held.
+pybind11::tuple written_items_to_python(WrittenItemsPtr written, const pybind11::object& tensor_of);
+
 }  // namespace cntkio::python

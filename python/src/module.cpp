@@ -12,12 +12,17 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "arrays.hpp"
@@ -141,6 +146,61 @@ struct IndexHold {
   std::vector<std::shared_ptr<const void>> indexes;
 };
 
+// One thread that runs one job at a time (Reader's read-ahead of torch items). Thread-safety: start() and
+// wait() from one thread at a time.
+class JobThread {
+ public:
+  JobThread() : thread_([this] { run(); }) {}
+  ~JobThread() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  JobThread(const JobThread&) = delete;
+  JobThread& operator=(const JobThread&) = delete;
+
+  // Runs `job` on the thread; the previous job must have been waited for.
+  void start(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = std::move(job);
+      busy_ = true;
+    }
+    wake_.notify_all();
+  }
+  // Until the job started last has finished.
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return !busy_; });
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [this] { return stop_ || job_; });
+      if (!job_) return;  // stopped
+      std::function<void()> job = std::move(job_);
+      job_ = nullptr;
+      lock.unlock();
+      job();  // catches its own exceptions
+      lock.lock();
+      busy_ = false;
+      done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::function<void()> job_;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
 class Reader;
 
 // The readers alive in this process. An atexit hook closes them before the interpreter finalizes: their
@@ -160,9 +220,11 @@ class Reader {
   void close() {
     if (::getpid() != owner_pid_) {
       (void)source_.release();
+      (void)ahead_thread_.release();  // its thread is not in this process
       return;
     }
     py::gil_scoped_release release;
+    drop_ahead();
     std::lock_guard<std::mutex> lock(mutex_);
     source_.reset();
   }
@@ -186,12 +248,16 @@ class Reader {
     }
     if (::getpid() != owner_pid_) {
       (void)source_.release();
+      (void)ahead_thread_.release();
       return;
     }
     // The reader's threads may be waiting for the GIL (a UserDeserializer's chunk): let them finish.
     if (PyGILState_Check() != 0) {
       py::gil_scoped_release release;
+      ahead_thread_.reset();  // waits for a group read ahead
       source_.reset();
+    } else {
+      ahead_thread_.reset();
     }
   }
   Reader(const Reader&) = delete;
@@ -235,6 +301,7 @@ class Reader {
   void set_v2_limits(size_t max_samples, size_t max_sweeps) {
     check_process();
     py::gil_scoped_release release;
+    drop_ahead();
     std::lock_guard<std::mutex> lock(mutex_);
     live().set_v2_limits(max_samples, max_sweeps);
   }
@@ -245,6 +312,7 @@ class Reader {
     bool got = false;
     {
       py::gil_scoped_release release;
+      drop_ahead();
       std::lock_guard<std::mutex> lock(mutex_);
       got = live().next_minibatch_v2(minibatch_size, num_partitions, partition_index, *minibatch);
     }
@@ -264,6 +332,7 @@ class Reader {
     std::vector<std::string> states;
     {
       py::gil_scoped_release release;
+      drop_ahead();
       std::lock_guard<std::mutex> lock(mutex_);
       while (minibatches.size() < count) {
         auto minibatch = std::make_shared<Minibatch>();
@@ -286,6 +355,78 @@ class Reader {
     return py::make_tuple(written[0], out);
   }
 
+  // next_torch_items for reading in this process (cntkio.torch without DataLoader workers), with the
+  // buffer allocated here and the state of every minibatch: (buffer or None, [(entries, state JSON,
+  // end_of_sweep) per minibatch], exhausted), exhausted when the reader had no more minibatches; with
+  // `tensor_of`, dicts {key: tensor_of(array)} instead of the entries (written_items_to_python). After a
+  // group of `count` minibatches none of which ended a sweep, the next group is read and written on a thread
+  // of the reader's own while Python makes tensors of this one: the next call with the same arguments takes
+  // it (it may hold another count of minibatches than that call asks for). Any other reading call, restore
+  // and set_v2_limits drop a group read ahead, as the reader's own read-ahead is dropped.
+  py::tuple next_torch_items_ahead(size_t count, size_t minibatch_size, size_t num_partitions,
+                                   size_t partition_index, bool sparse_as_dense, size_t align, size_t header,
+                                   const std::map<std::string, int64_t>& class_indices,
+                                   const py::object& tensor_of) {
+    check_process();
+    TorchRequest request{count,
+                         minibatch_size,
+                         num_partitions,
+                         partition_index,
+                         sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
+                         align,
+                         header,
+                         class_indices};
+    TorchGroup group;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> ahead_lock(ahead_mutex_);
+      if (ahead_pending_) {
+        ahead_thread_->wait();
+        ahead_pending_ = false;
+        group = std::move(ahead_group_);
+        ahead_group_ = TorchGroup{};
+        if (!ahead_request_.same_reading(request)) {
+          throw std::logic_error(
+              "next_torch_items_ahead: called with other arguments than the group read ahead");
+        }
+      } else {
+        group = read_torch_group(request);
+      }
+      if (group.error) std::rethrow_exception(group.error);
+      // Full: as long as asked when it was read (a group read ahead, with the count of the call before).
+      const bool full = group.states.size() >= group.count && !group.exhausted;
+      if (full && !group.ended_sweep()) start_ahead(request);
+    }
+    if (group.states.empty()) return py::make_tuple(py::none(), py::list(), group.exhausted);
+    py::tuple written = written_items_to_python(std::move(group.written), tensor_of);
+    py::list items = written[1];
+    py::list out;
+    for (size_t i = 0; i < group.states.size(); ++i) {
+      out.append(
+          py::make_tuple(items[i], py::str(group.states[i]), static_cast<bool>(group.end_of_sweep[i])));
+    }
+    return py::make_tuple(written[0], out, group.exhausted);
+  }
+
+  // Starts reading and writing the group that next_torch_items_ahead with these arguments will take (unless a
+  // group is read ahead already): cntkio.torch calls it when an epoch ends, for the next epoch's first group.
+  void torch_items_read_ahead(size_t count, size_t minibatch_size, size_t num_partitions,
+                              size_t partition_index, bool sparse_as_dense, size_t align, size_t header,
+                              const std::map<std::string, int64_t>& class_indices) {
+    check_process();
+    TorchRequest request{count,
+                         minibatch_size,
+                         num_partitions,
+                         partition_index,
+                         sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
+                         align,
+                         header,
+                         class_indices};
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> ahead_lock(ahead_mutex_);
+    if (!ahead_pending_) start_ahead(request);
+  }
+
   // Reads up to `count` minibatches of next_v2 and drops them: (minibatches read, whether one of them ended a
   // sweep). A DataLoader worker that leaves minibatches to the other workers advances past them so.
   py::tuple skip_v2(size_t count, size_t minibatch_size, size_t num_partitions, size_t partition_index) {
@@ -294,6 +435,7 @@ class Reader {
     bool end_of_sweep = false;
     {
       py::gil_scoped_release release;
+      drop_ahead();
       std::lock_guard<std::mutex> lock(mutex_);
       Minibatch minibatch;
       while (read < count &&
@@ -316,6 +458,7 @@ class Reader {
   bool defer_values(bool on) {
     check_process();
     py::gil_scoped_release release;
+    drop_ahead();
     std::lock_guard<std::mutex> lock(mutex_);
     return live().defer_values(on);
   }
@@ -324,6 +467,7 @@ class Reader {
                    size_t workers) {
     check_process();
     py::gil_scoped_release release;
+    drop_ahead();
     std::lock_guard<std::mutex> lock(mutex_);
     live().start_epoch(minibatch_size, epoch_index, epoch_size, rank, workers);
   }
@@ -334,6 +478,7 @@ class Reader {
     bool got = false;
     {
       py::gil_scoped_release release;
+      drop_ahead();
       std::lock_guard<std::mutex> lock(mutex_);
       got = live().next_minibatch(*minibatch);
     }
@@ -342,6 +487,7 @@ class Reader {
 
   std::string state() const {
     py::gil_scoped_release release;
+    finish_ahead();  // the position after it, as after the reader's own read-ahead
     std::lock_guard<std::mutex> lock(mutex_);
     return live().state().to_json();
   }
@@ -387,6 +533,7 @@ class Reader {
     check_process();
     ReaderState state = ReaderState::from_json(json);
     py::gil_scoped_release release;
+    drop_ahead();
     std::lock_guard<std::mutex> lock(mutex_);
     live().restore(state);
   }
@@ -400,6 +547,7 @@ class Reader {
     double seconds = 0;
     {
       py::gil_scoped_release release;
+      drop_ahead();
       std::lock_guard<std::mutex> lock(mutex_);
       Minibatch minibatch;
       const auto start = std::chrono::steady_clock::now();
@@ -423,11 +571,98 @@ class Reader {
   size_t sweep_size() {
     check_process();
     py::gil_scoped_release release;
+    drop_ahead();
     std::lock_guard<std::mutex> lock(mutex_);
     return live().sweep_size();
   }
 
  private:
+  // What next_torch_items_ahead reads and how it writes it.
+  struct TorchRequest {
+    size_t count = 0;
+    size_t minibatch_size = 0;
+    size_t num_partitions = 1;
+    size_t partition_index = 0;
+    SparseItem sparse = SparseItem::kIndices;
+    size_t align = 1;
+    size_t header = 0;
+    std::map<std::string, int64_t> class_pads;
+    // The same minibatches written the same way (the count may differ).
+    bool same_reading(const TorchRequest& o) const {
+      return minibatch_size == o.minibatch_size && num_partitions == o.num_partitions &&
+             partition_index == o.partition_index && sparse == o.sparse && align == o.align &&
+             header == o.header && class_pads == o.class_pads;
+    }
+  };
+  // A group of minibatches read and written by read_torch_group.
+  struct TorchGroup {
+    WrittenItemsPtr written;
+    std::vector<std::string> states;
+    std::vector<char> end_of_sweep;
+    bool exhausted = false;
+    std::exception_ptr error;  // of a group read ahead
+    size_t count = 0;          // minibatches asked for
+    bool ended_sweep() const {
+      return std::any_of(end_of_sweep.begin(), end_of_sweep.end(), [](char e) { return e != 0; });
+    }
+  };
+
+  // Reads and writes up to request.count minibatches. Without the GIL, on any thread.
+  TorchGroup read_torch_group(const TorchRequest& request) {
+    TorchGroup group;
+    group.count = request.count;
+    std::vector<std::shared_ptr<const Minibatch>> minibatches;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (minibatches.size() < request.count) {
+        auto minibatch = std::make_shared<Minibatch>();
+        if (!live().next_minibatch_v2(request.minibatch_size, request.num_partitions, request.partition_index,
+                                      *minibatch)) {
+          group.exhausted = true;
+          break;
+        }
+        group.end_of_sweep.push_back(minibatch->end_of_sweep ? 1 : 0);
+        minibatches.push_back(std::move(minibatch));
+        group.states.push_back(live().state().to_json());
+      }
+    }
+    if (!minibatches.empty()) {
+      group.written = write_torch_items(minibatches, mode_, request.sparse, request.align, request.header,
+                                        request.class_pads);
+    }
+    return group;
+  }
+
+  // Starts reading `request`'s group on ahead_thread_ (with ahead_mutex_ held, none pending).
+  void start_ahead(const TorchRequest& request) {
+    if (!ahead_thread_) ahead_thread_ = std::make_unique<JobThread>();
+    ahead_request_ = request;
+    ahead_pending_ = true;
+    ahead_thread_->start([this] {
+      try {
+        ahead_group_ = read_torch_group(ahead_request_);
+      } catch (...) {
+        ahead_group_ = TorchGroup{};
+        ahead_group_.error = std::current_exception();
+      }
+    });
+  }
+
+  // Waits for a group read ahead and drops it (call without the GIL).
+  void drop_ahead() {
+    std::lock_guard<std::mutex> lock(ahead_mutex_);
+    if (!ahead_pending_) return;
+    ahead_thread_->wait();
+    ahead_pending_ = false;
+    ahead_group_ = TorchGroup{};
+  }
+
+  // Waits for a group read ahead, which stays for the next call (call without the GIL).
+  void finish_ahead() const {
+    std::lock_guard<std::mutex> lock(ahead_mutex_);
+    if (ahead_pending_) ahead_thread_->wait();
+  }
+
   void check_process() const {
     if (::getpid() != owner_pid_) {
       throw UsageError(
@@ -451,6 +686,14 @@ class Reader {
   PackingMode mode_;
   pid_t owner_pid_;
   mutable std::mutex mutex_;
+  // next_torch_items_ahead's group read ahead: used under ahead_mutex_ and, while ahead_pending_, written by
+  // ahead_thread_'s job only (the job takes mutex_, never ahead_mutex_). Destroyed first: its job may still
+  // be reading.
+  mutable std::mutex ahead_mutex_;
+  TorchRequest ahead_request_;
+  TorchGroup ahead_group_;
+  bool ahead_pending_ = false;
+  std::unique_ptr<JobThread> ahead_thread_;
 };
 
 }  // namespace
@@ -500,6 +743,13 @@ PYBIND11_MODULE(_core, m) {
            py::arg("num_partitions"), py::arg("partition_index"), py::arg("sparse_as_dense"),
            py::arg("align"), py::arg("header"), py::arg("allocate"), py::arg("class_indices"),
            py::arg("with_state"))
+      .def("next_torch_items_ahead", &Reader::next_torch_items_ahead, py::arg("count"),
+           py::arg("minibatch_size"), py::arg("num_partitions"), py::arg("partition_index"),
+           py::arg("sparse_as_dense"), py::arg("align"), py::arg("header"), py::arg("class_indices"),
+           py::arg("tensor_of") = py::none())
+      .def("torch_items_read_ahead", &Reader::torch_items_read_ahead, py::arg("count"),
+           py::arg("minibatch_size"), py::arg("num_partitions"), py::arg("partition_index"),
+           py::arg("sparse_as_dense"), py::arg("align"), py::arg("header"), py::arg("class_indices"))
       .def("skip_v2", &Reader::skip_v2, py::arg("count"), py::arg("minibatch_size"),
            py::arg("num_partitions"), py::arg("partition_index"))
       .def("describe", &Reader::describe)
