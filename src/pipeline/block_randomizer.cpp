@@ -14,7 +14,7 @@ BlockRandomizer::BlockRandomizer(std::shared_ptr<Deserializer> deserializer, siz
                                  std::shared_ptr<core::ThreadPool> pool, std::shared_ptr<StageTimes> times)
     : deserializer_(std::move(deserializer)),
       chunk_randomizer_(non_empty_chunks(*deserializer_), window, sample_based_window),
-      sequence_randomizer_(*deserializer_, chunk_randomizer_),
+      sequence_randomizer_(*deserializer_, chunk_randomizer_, pool.get()),
       cleaner_(max_invalid_sequences),
       seed_offset_(seed_offset),
       sweep_samples_(chunk_randomizer_.total_samples()),

@@ -1,7 +1,13 @@
 #include "pipeline/sequence_randomizer.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -10,8 +16,9 @@
 
 namespace cntkio::pipeline {
 
-SequenceRandomizer::SequenceRandomizer(const Deserializer& deserializer, const ChunkRandomizer& chunks)
-    : deserializer_(deserializer), chunks_(chunks) {}
+SequenceRandomizer::SequenceRandomizer(const Deserializer& deserializer, const ChunkRandomizer& chunks,
+                                       core::ThreadPool* pool)
+    : deserializer_(deserializer), chunks_(chunks), pool_(pool) {}
 
 void SequenceRandomizer::reset(uint64_t seed) {
   reseed(engine_, seed);
@@ -75,28 +82,18 @@ void SequenceRandomizer::randomize_next() {
   while (next < n && chunks[next].window_begin <= randomized_end_) ++next;
   const size_t new_load_end = chunks[next - 1].window_end;
 
-  for (size_t p = load_end_; p < new_load_end; ++p) {
-    const RandomizedChunk& c = chunks[p];
-    scratch_.clear();
-    deserializer_.sequence_infos_for_chunk(c.chunk_id, scratch_);
-    check_chunk_listing(c.chunk_id, c.number_of_sequences, c.number_of_samples, scratch_);
-    std::vector<RandomizedSequence> sequences(scratch_.size());
-    for (size_t i = 0; i < scratch_.size(); ++i) {
-      sequences[i] = {static_cast<uint32_t>(p), scratch_[i].index_in_chunk, scratch_[i].number_of_samples,
-                      scratch_[i].key};
-    }
-    window_.push_back(std::move(sequences));
+  const size_t first = randomize_cursor_ == 0 ? 0 : chunks[randomize_cursor_ - 1].sequence_end();
+  const size_t last = chunks[next - 1].sequence_end();
+  if (first == 0 && load_end_ == 0 && next == n && shuffle_one_window(last)) {
+    load_end_ = n;
+    finish_position(next);
+    return;
   }
+  list_positions(load_end_, new_load_end);
   load_end_ = std::max(load_end_, new_load_end);
 
   // One draw per attempt, rejected ones included: a draw is kept only if each of the two sequences may
   // move into the other's position. This is what makes the order equal CNTK's.
-  const size_t first = randomize_cursor_ == 0 ? 0 : chunks[randomize_cursor_ - 1].sequence_end();
-  const size_t last = chunks[next - 1].sequence_end();
-  if (first == 0 && next == n && shuffle_one_window(last)) {
-    finish_position(next);
-    return;
-  }
   // A window of many sequences is larger than the caches: each swap would wait for a miss. The sequence that
   // step t + kAhead will draw (if no draw before it is rejected) is prefetched at step t.
   // Its pick is kept for step t + kAhead, which uses it unless a draw was rejected in between.
@@ -165,31 +162,75 @@ void SequenceRandomizer::finish_position(size_t next) {
 // Where every position's window is every position (the default window holds the whole corpus), no draw is
 // ever rejected: the swaps only permute the sweep's sequences. They are then made on a permutation of
 // 4-byte numbers, which the caches hold, rather than on the sequences themselves, which they do not (2.5
-// million sequences: 80 MB), and the sequences are moved once afterwards. The draws are the same. False
-// (nothing done) where the windows differ or there are too many sequences to number in 32 bits.
+// million sequences: 80 MB), and the sequences, listed into one buffer, move once into their positions. The
+// draws are the same. False (nothing done) where the windows differ or there are too many sequences to
+// number in 32 bits.
 bool SequenceRandomizer::shuffle_one_window(size_t count) {
   const auto& chunks = chunks_.chunks();
   const size_t n = chunks.size();
-  if (count >= UINT32_MAX || load_begin_ != 0 || window_.size() != n) return false;
+  if (count >= UINT32_MAX || !window_.empty()) return false;
   for (const RandomizedChunk& c : chunks) {
     if (c.window_begin != 0 || c.window_end != n) return false;
   }
+  // One buffer, not zeroed first, on huge pages where the kernel gives them on request: the moves below read
+  // it in no order.
+  constexpr size_t kHugePage = 2 << 20;
+  const size_t bytes = (count * sizeof(RandomizedSequence) + kHugePage - 1) / kHugePage * kHugePage;
+  std::unique_ptr<RandomizedSequence, decltype(&std::free)> buffer(
+      static_cast<RandomizedSequence*>(std::aligned_alloc(kHugePage, bytes)), &std::free);
+  if (!buffer) throw std::bad_alloc();
+  ::madvise(buffer.get(), bytes, MADV_HUGEPAGE);
+  RandomizedSequence* all = buffer.get();
+  // (The listing was checked against the chunk's sequence count before it is written.)
+  list_in_parallel(0, n, [&](size_t p, size_t) { return all + chunks[p].sequence_start; });
   std::vector<uint32_t> order(count);
   for (size_t t = 0; t < count; ++t) order[t] = static_cast<uint32_t>(t);
   for (size_t t = 0; t < count; ++t) std::swap(order[t], order[next_draw() % count]);  // rand_mt's formula
-  std::vector<RandomizedSequence> all;
-  all.reserve(count);
-  for (const std::vector<RandomizedSequence>& position : window_)
-    all.insert(all.end(), position.begin(), position.end());
   constexpr size_t kAhead = 16;  // the moves read `all` in no order: prefetched
   size_t t = 0;
-  for (std::vector<RandomizedSequence>& position : window_) {
-    for (RandomizedSequence& s : position) {
+  for (size_t p = 0; p < n; ++p) {
+    std::vector<RandomizedSequence> position;
+    position.reserve(chunks[p].number_of_sequences);  // written once, not zeroed first
+    for (size_t i = 0; i < chunks[p].number_of_sequences; ++i) {
       if (t + kAhead < count) __builtin_prefetch(&all[order[t + kAhead]]);
-      s = all[order[t++]];
+      position.push_back(all[order[t++]]);
     }
+    window_.push_back(std::move(position));
   }
   return true;
+}
+
+// Appends the sequences of positions [begin, end) to the window. A window's first randomization lists all
+// of its chunks (the whole corpus, by default), which the pool's idle workers share with this thread.
+void SequenceRandomizer::list_positions(size_t begin, size_t end) {
+  if (end <= begin) return;
+  std::vector<std::vector<RandomizedSequence>> listed(end - begin);
+  list_in_parallel(begin, end, [&](size_t p, size_t count) {
+    listed[p - begin].resize(count);
+    return listed[p - begin].data();
+  });
+  for (auto& sequences : listed) window_.push_back(std::move(sequences));
+}
+
+// Lists the sequences of each position p in [begin, end) into destination(p, count), on this thread and the
+// pool's idle workers.
+void SequenceRandomizer::list_in_parallel(
+    size_t begin, size_t end, const std::function<RandomizedSequence*(size_t, size_t)>& destination) {
+  const auto& chunks = chunks_.chunks();
+  auto list = [&](size_t k) {
+    const size_t p = begin + k;
+    const RandomizedChunk& c = chunks[p];
+    std::vector<SequenceInfo> infos;
+    infos.reserve(c.number_of_sequences);
+    deserializer_.sequence_infos_for_chunk(c.chunk_id, infos);
+    check_chunk_listing(c.chunk_id, c.number_of_sequences, c.number_of_samples, infos);
+    RandomizedSequence* out = destination(p, infos.size());
+    for (size_t i = 0; i < infos.size(); ++i) {
+      out[i] = {static_cast<uint32_t>(p), infos[i].index_in_chunk, infos[i].number_of_samples, infos[i].key};
+    }
+  };
+  const size_t helpers = pool_ != nullptr && end - begin > 1 ? pool_->size() : 0;
+  core::run_parts(helpers > 0 ? pool_ : nullptr, helpers, end - begin, list);
 }
 
 // Drops positions that no later position can exchange sequences with.

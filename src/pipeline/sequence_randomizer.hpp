@@ -13,9 +13,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <vector>
 
 #include "cntkio/deserializer.hpp"
+#include "core/thread_pool.hpp"
 #include "pipeline/chunk_randomizer.hpp"
 #include "pipeline/random.hpp"
 
@@ -32,7 +34,9 @@ struct RandomizedSequence {
 class SequenceRandomizer {
  public:
   /// Both must outlive this object; `chunks` must have been randomized before reset().
-  SequenceRandomizer(const Deserializer& deserializer, const ChunkRandomizer& chunks);
+  /// `pool` (may be null) lists the chunks of a window in parallel, with the calling thread.
+  SequenceRandomizer(const Deserializer& deserializer, const ChunkRandomizer& chunks,
+                     core::ThreadPool* pool = nullptr);
 
   /// Starts the sweep over: seeds the engine with `seed` and forgets everything. The first position (which
   /// takes its whole window) is randomized by the first next(), so that the caller can start loading that
@@ -94,8 +98,13 @@ class SequenceRandomizer {
   uint64_t next_draw();
   uint64_t draw_ahead(size_t k);
 
+  void list_positions(size_t begin, size_t end);
+  void list_in_parallel(size_t begin, size_t end,
+                        const std::function<RandomizedSequence*(size_t, size_t)>& destination);
+
   const Deserializer& deserializer_;
   const ChunkRandomizer& chunks_;
+  core::ThreadPool* pool_;
   RandomEngine engine_;
   // The engine's next outputs, drawn ahead of their use to prefetch the sequences they will pick (see
   // randomize_next); used in order, so the draws are the engine's.
@@ -116,7 +125,6 @@ class SequenceRandomizer {
   size_t cursor_sequence_ = 0;  // index of the next sequence in the sweep
   size_t cursor_sample_ = 0;
   bool pending_ = false;  // reset() done, the first position not yet randomized
-  std::vector<SequenceInfo> scratch_;
 };
 
 }  // namespace cntkio::pipeline
