@@ -172,14 +172,17 @@ bool SequenceRandomizer::shuffle_one_window(size_t count) {
   for (const RandomizedChunk& c : chunks) {
     if (c.window_begin != 0 || c.window_end != n) return false;
   }
-  // One buffer, not zeroed first, on huge pages where the kernel gives them on request: the moves below read
-  // it in no order.
+  // One buffer, not zeroed first; a large one on huge pages where the kernel gives them on request: the
+  // moves below read it in no order. (A small one stays small: a one-chunk corpus does this every sweep.)
   constexpr size_t kHugePage = 2 << 20;
-  const size_t bytes = (count * sizeof(RandomizedSequence) + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t needed = std::max<size_t>(1, count) * sizeof(RandomizedSequence);
+  const bool huge = needed >= 4 * kHugePage;
+  const size_t bytes = huge ? (needed + kHugePage - 1) / kHugePage * kHugePage : needed;
   std::unique_ptr<RandomizedSequence, decltype(&std::free)> buffer(
-      static_cast<RandomizedSequence*>(std::aligned_alloc(kHugePage, bytes)), &std::free);
+      static_cast<RandomizedSequence*>(huge ? std::aligned_alloc(kHugePage, bytes) : std::malloc(bytes)),
+      &std::free);
   if (!buffer) throw std::bad_alloc();
-  ::madvise(buffer.get(), bytes, MADV_HUGEPAGE);
+  if (huge) ::madvise(buffer.get(), bytes, MADV_HUGEPAGE);
   RandomizedSequence* all = buffer.get();
   // (The listing was checked against the chunk's sequence count before it is written.)
   list_in_parallel(0, n, [&](size_t p, size_t) { return all + chunks[p].sequence_start; });
