@@ -368,14 +368,8 @@ class Reader {
                                    const std::map<std::string, int64_t>& class_indices,
                                    const py::object& tensor_of) {
     check_process();
-    TorchRequest request{count,
-                         minibatch_size,
-                         num_partitions,
-                         partition_index,
-                         sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
-                         align,
-                         header,
-                         class_indices};
+    const TorchRequest request = torch_request(count, minibatch_size, num_partitions, partition_index,
+                                               sparse_as_dense, align, header, class_indices);
     TorchGroup group;
     {
       py::gil_scoped_release release;
@@ -414,14 +408,8 @@ class Reader {
                               size_t partition_index, bool sparse_as_dense, size_t align, size_t header,
                               const std::map<std::string, int64_t>& class_indices) {
     check_process();
-    TorchRequest request{count,
-                         minibatch_size,
-                         num_partitions,
-                         partition_index,
-                         sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
-                         align,
-                         header,
-                         class_indices};
+    const TorchRequest request = torch_request(count, minibatch_size, num_partitions, partition_index,
+                                               sparse_as_dense, align, header, class_indices);
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> ahead_lock(ahead_mutex_);
     if (!ahead_pending_) start_ahead(request);
@@ -594,6 +582,18 @@ class Reader {
              header == o.header && class_pads == o.class_pads;
     }
   };
+  static TorchRequest torch_request(size_t count, size_t minibatch_size, size_t num_partitions,
+                                    size_t partition_index, bool sparse_as_dense, size_t align, size_t header,
+                                    const std::map<std::string, int64_t>& class_indices) {
+    return TorchRequest{count,
+                        minibatch_size,
+                        num_partitions,
+                        partition_index,
+                        sparse_as_dense ? SparseItem::kDense : SparseItem::kIndices,
+                        align,
+                        header,
+                        class_indices};
+  }
   // A group of minibatches read and written by read_torch_group.
   struct TorchGroup {
     WrittenItemsPtr written;

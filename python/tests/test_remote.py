@@ -61,6 +61,15 @@ def remote_read(path, *ops, env=None, stdin_actions=None):
 SMALL_BLOCKS = {"CNTKIO_REMOTE_BLOCK_SIZE": "4096", "CNTKIO_REMOTE_READ_AHEAD": "0"}
 
 
+def dump_first_minibatch(cli, config, env):
+    """The CLI's dump of the first minibatch of 10 samples of section r of `config`."""
+    result = subprocess.run([cli, "dump", "--config", config, "--section", "r", "--mb-size", "10",
+                             "--max-minibatches", "1", "--epochs", "1"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def require_lazy_mapping(url):
     """Skips unless remote files map lazily here (userfaultfd may be refused, e.g. by a container's seccomp
     profile, or turned off with CNTKIO_REMOTE_MAP=0: readers then read remote files whole at open)."""
@@ -228,11 +237,7 @@ def test_the_index_cache_of_a_remote_file_is_local_and_a_second_process_reads_on
         config = write_config(tmp_path / "r.cntk", nginx.url + "/big.ctf")
 
         def dump():
-            result = subprocess.run([cli, "dump", "--config", config, "--section", "r", "--mb-size", "10",
-                                     "--max-minibatches", "1", "--epochs", "1"], env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            assert result.returncode == 0, result.stderr
-            return result.stdout
+            return dump_first_minibatch(cli, config, env)
 
         first = dump()
         first_bytes = nginx.bytes_sent("big.ctf")
@@ -282,11 +287,7 @@ def test_a_ctf_chunk_load_fetches_the_chunk_with_few_requests(data, tmp_path, cl
         config = write_config(tmp_path / "r.cntk", nginx.url + "/big.ctf", chunk=65536)
 
         def dump():
-            result = subprocess.run([cli, "dump", "--config", config, "--section", "r", "--mb-size", "10",
-                                     "--max-minibatches", "1", "--epochs", "1"], env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            assert result.returncode == 0, result.stderr
-            return result.stdout
+            return dump_first_minibatch(cli, config, env)
 
         first = dump()  # writes the index cache
         before = len(nginx.requests())
