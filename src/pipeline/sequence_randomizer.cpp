@@ -22,8 +22,7 @@ SequenceRandomizer::SequenceRandomizer(const Deserializer& deserializer, const C
 
 void SequenceRandomizer::reset(uint64_t seed) {
   reseed(engine_, seed);
-  drawn_begin_ = drawn_count_ = 0;
-  draws_used_ = 0;
+  draws_ = DrawsAhead{};
   starts_.clear();
   for (const RandomizedChunk& c : chunks_.chunks()) starts_.push_back(c.sequence_start);
   window_.clear();
@@ -36,8 +35,8 @@ void SequenceRandomizer::reset(uint64_t seed) {
 
 void SequenceRandomizer::ensure_randomized() {
   if (!pending_) return;
+  randomize_next();  // may throw (a listing failed): then it is still pending, and a retry redoes it
   pending_ = false;
-  randomize_next();
 }
 
 // The last position in [first, last) whose sequences start at or before `sequence` (which must lie in
@@ -54,21 +53,21 @@ size_t SequenceRandomizer::position_of(size_t sequence, size_t first, size_t las
 }
 
 uint64_t SequenceRandomizer::next_draw() {
-  ++draws_used_;
-  if (drawn_count_ == 0) return engine_();
-  const uint64_t v = drawn_[drawn_begin_];
-  drawn_begin_ = (drawn_begin_ + 1) % kDrawsAhead;
-  --drawn_count_;
+  ++draws_.used;
+  if (draws_.count == 0) return engine_();
+  const uint64_t v = draws_.values[draws_.begin];
+  draws_.begin = (draws_.begin + 1) % kDrawsAhead;
+  --draws_.count;
   return v;
 }
 
 // The engine's output k places after the next one (k < kDrawsAhead).
 uint64_t SequenceRandomizer::draw_ahead(size_t k) {
-  while (drawn_count_ <= k) {
-    drawn_[(drawn_begin_ + drawn_count_) % kDrawsAhead] = engine_();
-    ++drawn_count_;
+  while (draws_.count <= k) {
+    draws_.values[(draws_.begin + draws_.count) % kDrawsAhead] = engine_();
+    ++draws_.count;
   }
-  return drawn_[(drawn_begin_ + k) % kDrawsAhead];
+  return draws_.values[(draws_.begin + k) % kDrawsAhead];
 }
 
 // Makes position randomized_end_ final. Every position whose window reaches it must have had its sequences
@@ -120,7 +119,7 @@ void SequenceRandomizer::randomize_next() {
       const size_t wb_ahead = chunks[c_ahead].window_begin;
       const size_t we_ahead = chunks[c_ahead].window_end;
       const uint64_t lo_ahead = chunks[wb_ahead].sequence_start;
-      pick.draw = draws_used_ + kAhead;
+      pick.draw = draws_.used + kAhead;
       pick.j = lo_ahead + draw_ahead(kAhead) % (chunks[we_ahead - 1].sequence_end() - lo_ahead);
       pick.cj = position_of(pick.j, wb_ahead, we_ahead);
       __builtin_prefetch(&at(pick.cj, pick.j - chunks[pick.cj].sequence_start), 1);
@@ -129,7 +128,7 @@ void SequenceRandomizer::randomize_next() {
     for (;;) {
       size_t j;
       size_t cj;
-      if (now.draw == draws_used_) {
+      if (now.draw == draws_.used) {
         next_draw();
         j = now.j;
         cj = now.cj;
@@ -184,21 +183,40 @@ bool SequenceRandomizer::shuffle_one_window(size_t count) {
   if (!buffer) throw std::bad_alloc();
   if (huge) ::madvise(buffer.get(), bytes, MADV_HUGEPAGE);
   RandomizedSequence* all = buffer.get();
-  // (The listing was checked against the chunk's sequence count before it is written.)
-  list_in_parallel(0, n, [&](size_t p, size_t) { return all + chunks[p].sequence_start; });
+  // The draws depend on the count alone: the permutation is drawn on one thread while the others list.
   std::vector<uint32_t> order(count);
-  for (size_t t = 0; t < count; ++t) order[t] = static_cast<uint32_t>(t);
-  for (size_t t = 0; t < count; ++t) std::swap(order[t], order[next_draw() % count]);  // rand_mt's formula
-  constexpr size_t kAhead = 16;  // the moves read `all` in no order: prefetched
-  size_t t = 0;
-  for (size_t p = 0; p < n; ++p) {
-    std::vector<RandomizedSequence> position;
-    position.reserve(chunks[p].number_of_sequences);  // written once, not zeroed first
-    for (size_t i = 0; i < chunks[p].number_of_sequences; ++i) {
-      if (t + kAhead < count) __builtin_prefetch(&all[order[t + kAhead]]);
-      position.push_back(all[order[t++]]);
-    }
-    window_.push_back(std::move(position));
+  auto draw_permutation = [&] {
+    for (size_t t = 0; t < count; ++t) order[t] = static_cast<uint32_t>(t);
+    for (size_t t = 0; t < count; ++t) std::swap(order[t], order[next_draw() % count]);  // rand_mt's formula
+  };
+  // A listing that fails (a remote read, a changed file) leaves the draws and the window as they were, so
+  // that a retry gives the same order.
+  const RandomEngine engine_before = engine_;
+  const DrawsAhead draws_before = draws_;
+  try {
+    // (The listing was checked against the chunk's sequence count before it is written.)
+    list_in_parallel(
+        0, n, [&](size_t p, size_t) { return all + chunks[p].sequence_start; }, draw_permutation);
+    // Each position's sequences move into it on its own, so the positions are shared with idle workers too.
+    window_.resize(n);
+    auto move_position = [&](size_t p) {
+      constexpr size_t kAhead = 16;  // the moves read `all` in no order: prefetched
+      const size_t begin = chunks[p].sequence_start;
+      const size_t end = begin + chunks[p].number_of_sequences;
+      std::vector<RandomizedSequence>& position = window_[p];
+      position.reserve(end - begin);  // written once, not zeroed first
+      for (size_t t = begin; t < end; ++t) {
+        if (t + kAhead < end) __builtin_prefetch(&all[order[t + kAhead]]);
+        position.push_back(all[order[t]]);
+      }
+    };
+    core::run_parts(pool_ != nullptr && n > 1 ? pool_ : nullptr, pool_ != nullptr ? pool_->size() : 0, n,
+                    move_position);
+  } catch (...) {
+    window_.clear();
+    engine_ = engine_before;
+    draws_ = draws_before;
+    throw;
   }
   return true;
 }
@@ -216,12 +234,18 @@ void SequenceRandomizer::list_positions(size_t begin, size_t end) {
 }
 
 // Lists the sequences of each position p in [begin, end) into destination(p, count), on this thread and the
-// pool's idle workers.
+// pool's idle workers; `beside`, when given, runs on one of them meanwhile.
 void SequenceRandomizer::list_in_parallel(
-    size_t begin, size_t end, const std::function<RandomizedSequence*(size_t, size_t)>& destination) {
+    size_t begin, size_t end, const std::function<RandomizedSequence*(size_t, size_t)>& destination,
+    const std::function<void()>& beside) {
   const auto& chunks = chunks_.chunks();
+  const size_t first_listing = beside ? 1 : 0;
   auto list = [&](size_t k) {
-    const size_t p = begin + k;
+    if (k < first_listing) {
+      beside();
+      return;
+    }
+    const size_t p = begin + k - first_listing;
     const RandomizedChunk& c = chunks[p];
     std::vector<SequenceInfo> infos;
     infos.reserve(c.number_of_sequences);
@@ -232,8 +256,9 @@ void SequenceRandomizer::list_in_parallel(
       out[i] = {static_cast<uint32_t>(p), infos[i].index_in_chunk, infos[i].number_of_samples, infos[i].key};
     }
   };
-  const size_t helpers = pool_ != nullptr && end - begin > 1 ? pool_->size() : 0;
-  core::run_parts(helpers > 0 ? pool_ : nullptr, helpers, end - begin, list);
+  const size_t parts = end - begin + first_listing;
+  const size_t helpers = pool_ != nullptr && parts > 1 ? pool_->size() : 0;
+  core::run_parts(helpers > 0 ? pool_ : nullptr, helpers, parts, list);
 }
 
 // Drops positions that no later position can exchange sequences with.

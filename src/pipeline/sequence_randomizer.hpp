@@ -100,7 +100,8 @@ class SequenceRandomizer {
 
   void list_positions(size_t begin, size_t end);
   void list_in_parallel(size_t begin, size_t end,
-                        const std::function<RandomizedSequence*(size_t, size_t)>& destination);
+                        const std::function<RandomizedSequence*(size_t, size_t)>& destination,
+                        const std::function<void()>& beside = {});
 
   const Deserializer& deserializer_;
   const ChunkRandomizer& chunks_;
@@ -109,10 +110,13 @@ class SequenceRandomizer {
   // The engine's next outputs, drawn ahead of their use to prefetch the sequences they will pick (see
   // randomize_next); used in order, so the draws are the engine's.
   static constexpr size_t kDrawsAhead = 32;
-  uint64_t drawn_[kDrawsAhead] = {};
-  size_t drawn_begin_ = 0;
-  size_t drawn_count_ = 0;
-  uint64_t draws_used_ = 0;       // since the seed
+  struct DrawsAhead {
+    uint64_t values[kDrawsAhead] = {};
+    size_t begin = 0;
+    size_t count = 0;
+    uint64_t used = 0;  // since the seed
+  };
+  DrawsAhead draws_;
   std::vector<uint64_t> starts_;  // per position: its chunk's RandomizedChunk::sequence_start
   std::deque<std::vector<RandomizedSequence>> window_;  // sequences of positions [load_begin_, load_end_)
   std::deque<PositionInfo> infos_;                      // final positions [load_begin_, randomized_end_)

@@ -1,11 +1,15 @@
 // CNTK's random primitives, chunk randomization and the delivered orders of ReaderLibTests.cpp (§3.2-3.6).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <limits>
 #include <numeric>
 #include <vector>
 
+#include "cntkio/errors.hpp"
+#include "core/thread_pool.hpp"
 #include "pipeline/block_randomizer.hpp"
 #include "pipeline/chunk_randomizer.hpp"
 #include "pipeline/random.hpp"
@@ -194,25 +198,63 @@ TEST(BlockRandomizerVectors, SeedOffsetOneStartsWhereSweepOneOfSeedZeroDoes) {
 // With the whole corpus as every chunk's window no draw is rejected: the order is the chunk shuffle, then
 // one swap per sequence with a draw over all of them (the randomizer takes a faster path for it). Built
 // here from the primitives, for a corpus too large for hand-made vectors.
+std::vector<uint64_t> whole_corpus_window_order(size_t chunks, size_t per_chunk, uint64_t seed) {
+  std::vector<uint32_t> chunk_order(chunks);
+  std::iota(chunk_order.begin(), chunk_order.end(), 0u);
+  RandomEngine engine;
+  reseed(engine, seed);
+  shuffle_all(chunk_order, engine);
+  std::vector<uint64_t> expected;
+  for (uint32_t c : chunk_order) {
+    for (uint64_t k = 0; k < per_chunk; ++k) expected.push_back(c * per_chunk + k);
+  }
+  reseed(engine, seed);
+  for (size_t t = 0; t < expected.size(); ++t) {
+    std::swap(expected[t], expected[rand_mt(engine, 0, expected.size())]);
+  }
+  return expected;
+}
+
 TEST(BlockRandomizerVectors, AWholeCorpusWindowIsOneSwapPerSequenceOverAllOfThem) {
-  for (const uint64_t seed : {0u, 3u}) {
-    auto mock = MockDeserializer::jagged(37, 29);
-    std::vector<uint32_t> chunk_order(37);
-    std::iota(chunk_order.begin(), chunk_order.end(), 0u);
-    RandomEngine engine;
-    reseed(engine, seed);
-    shuffle_all(chunk_order, engine);
-    std::vector<uint64_t> expected;
-    for (uint32_t c : chunk_order) {
-      for (uint64_t k = 0; k < 29; ++k) expected.push_back(c * 29 + k);
+  for (const size_t threads : {0u, 1u, 3u}) {  // the pool's idle threads list, draw and move beside this one
+    for (const uint64_t seed : {0u, 3u}) {
+      auto mock = MockDeserializer::jagged(37, 29);
+      auto pool = threads > 0 ? std::make_shared<core::ThreadPool>(threads) : nullptr;
+      BlockRandomizer r(mock, std::numeric_limits<size_t>::max(), false, seed, 0, pool);
+      r.start_epoch(epoch_config(kRequestDataSize, 1, 0, false));
+      EXPECT_EQ(all_keys(read_epoch(r, *mock, 5, 5)), whole_corpus_window_order(37, 29, seed))
+          << "seed " << seed << ", " << threads << " threads";
     }
-    reseed(engine, seed);
-    for (size_t t = 0; t < expected.size(); ++t) {
-      std::swap(expected[t], expected[rand_mt(engine, 0, expected.size())]);
-    }
-    BlockRandomizer r(mock, std::numeric_limits<size_t>::max(), false, seed);
+  }
+}
+
+// A mock whose listing of one chunk fails the first time (a remote read that times out, say).
+class ListingFailsOnce : public MockDeserializer {
+ public:
+  ListingFailsOnce(size_t chunks, size_t per_chunk, uint32_t failing)
+      : MockDeserializer(std::vector<std::vector<uint32_t>>(chunks, std::vector<uint32_t>(per_chunk, 1))),
+        failing_(failing) {}
+  void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
+    if (chunk_id == failing_ && !failed_.exchange(true)) throw IoError("listing failed", "mock", EIO);
+    MockDeserializer::sequence_infos_for_chunk(chunk_id, out);
+  }
+
+ private:
+  uint32_t failing_;
+  mutable std::atomic<bool> failed_{false};
+};
+
+// The whole-corpus window draws its permutation while the chunks are listed: a listing that fails must not
+// use up the draws, so reading on after the error gives the order an unfailed reader gives.
+TEST(BlockRandomizerVectors, AListingThatFailsLeavesTheWholeCorpusOrderForTheRetry) {
+  for (const size_t threads : {0u, 2u}) {
+    auto mock = std::make_shared<ListingFailsOnce>(23, 17, 11);
+    auto pool = threads > 0 ? std::make_shared<core::ThreadPool>(threads) : nullptr;
+    BlockRandomizer r(mock, std::numeric_limits<size_t>::max(), false, 5, 0, pool);
     r.start_epoch(epoch_config(kRequestDataSize, 1, 0, false));
-    EXPECT_EQ(all_keys(read_epoch(r, *mock, 5, 5)), expected) << "seed " << seed;
+    EXPECT_THROW(r.get_next_sequences(4, 4), IoError);
+    EXPECT_EQ(all_keys(read_epoch(r, *mock, 4, 4)), whole_corpus_window_order(23, 17, 5))
+        << threads << " threads";
   }
 }
 
