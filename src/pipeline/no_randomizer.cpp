@@ -79,6 +79,7 @@ void NoRandomizer::set_current_sample_position(size_t position) {
   }
   position_ = position - offset_in_chunk + skipped;
   global_sequence_ = chunk_sequence_start_[chunk_] + sequence_in_chunk_;
+  load_alone_next_ = true;
 }
 
 void NoRandomizer::restore(const EnumeratorState& state) {
@@ -138,22 +139,82 @@ Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t lo
   result.end_of_epoch |= position_ >= epoch_end_;
   result.end_of_sweep |= sweep != position_ / sweep_samples_;
 
+  const bool alone = load_alone_next_ && prefetch_depth_ > 0 && deserializer_->loads_sequences_alone();
+  load_alone_next_ = false;
+  if (alone) load_alone_what_is_loading();
   for (const Taken& t : taken_) {
+    if (!alone_.empty()) {
+      const auto a = std::find_if(alone_.begin(), alone_.end(),
+                                  [&](const Alone& x) { return x.chunk_id == t.chunk_id; });
+      if (a != alone_.end() && a->chunk) {
+        append_sequence(result, a->chunk, t.chunk_id, t.index_in_chunk, t.key, scratch_);
+        continue;
+      }
+    }
     if (!cached_chunk_ || cached_chunk_id_ != t.chunk_id) {
-      cached_chunk_.reset();  // release before loading the next one
-      loader_.retain_if([&](uint32_t id) { return id != cached_chunk_id_; });
+      if (cached_chunk_) {
+        cached_chunk_.reset();  // release before loading the next one
+        loader_.retain_if([&](uint32_t id) { return id != cached_chunk_id_; });
+      }
       cached_chunk_ = loader_.get(t.chunk_id);
       cached_chunk_id_ = t.chunk_id;
     }
     append_sequence(result, cached_chunk_, t.chunk_id, t.index_in_chunk, t.key, scratch_);
   }
-  // Chunks are read in file order: start loading the next few while the consumer works.
-  for (size_t k = 1; k <= prefetch_depth_ && k < chunks_.size(); ++k) {
-    loader_.prefetch(chunks_[(chunk_ + k) % chunks_.size()].id);
-  }
+  alone_.clear();
+  prefetch_ahead(1);
   loader_.flush();
   cleaner_.clean(result, *deserializer_);
   return result;
+}
+
+// Chunks are read in file order: starts loading the current chunk's successors from the `first`-th (0: the
+// current one) while the consumer works, as many as the pool has threads, but none that starts at or after
+// the epoch's end: a chunk loaded for a sweep that is not read would be parsed for nothing, and its errors
+// counted (CNTK counts them at each parse) for data never delivered.
+void NoRandomizer::prefetch_ahead(size_t first) {
+  const size_t n = chunks_.size();
+  const size_t sweep_start = position_ - position_ % sweep_samples_;
+  for (size_t k = first; k <= prefetch_depth_ && k < n; ++k) {
+    const size_t c = (chunk_ + k) % n;
+    const size_t start = sweep_start + chunk_sample_start_[c] + (chunk_ + k >= n ? sweep_samples_ : 0);
+    if (start >= epoch_end_) break;
+    loader_.prefetch(chunks_[c].id);
+  }
+}
+
+// The first minibatch from a new position (the reader's start, an epoch's, a restore) takes its sequences
+// alone where the deserializer can (Deserializer::load_sequences), while their chunks load in the
+// background, instead of waiting for a whole chunk to be parsed (a 32 MB CTF chunk: tens of milliseconds,
+// and over HTTP its whole transfer). As in the block randomizer, a sequence the deserializer cannot load
+// alone waits for its chunk, whose load reports what it has to, and the data delivered is the same.
+void NoRandomizer::load_alone_what_is_loading() {
+  alone_.clear();
+  for (const Taken& t : taken_) {
+    if (cached_chunk_ && t.chunk_id == cached_chunk_id_) continue;
+    auto a =
+        std::find_if(alone_.begin(), alone_.end(), [&](const Alone& x) { return x.chunk_id == t.chunk_id; });
+    if (a == alone_.end()) {
+      loader_.prefetch(t.chunk_id);
+      a = alone_.insert(alone_.end(), Alone{t.chunk_id, {}, nullptr});
+    }
+    a->indices.push_back(t.index_in_chunk);
+  }
+  if (alone_.empty()) return;
+  prefetch_ahead(0);
+  loader_.flush();
+  for (Alone& a : alone_) {
+    // (A minibatch that crosses the sweep's end may take from one chunk twice.)
+    std::sort(a.indices.begin(), a.indices.end());
+    a.indices.erase(std::unique(a.indices.begin(), a.indices.end()), a.indices.end());
+    if (!loader_.loading(a.chunk_id)) continue;  // loaded already, or finished meanwhile
+    try {
+      a.chunk = deserializer_->load_sequences(a.chunk_id, a.indices);
+    } catch (const Error&) {
+      a.chunk = nullptr;  // the chunk's own load reports it
+    }
+    if (a.chunk) sequences_loaded_alone_ += a.indices.size();
+  }
 }
 
 }  // namespace cntkio::pipeline

@@ -56,6 +56,8 @@ class NoRandomizer : public SequenceEnumerator {
   std::vector<std::string> invalid_sequence_keys() const { return cleaner_.first_removed_keys(); }
   /// Chunks currently held in the cache (at most one).
   size_t cached_chunk_count() const { return cached_chunk_ ? 1 : 0; }
+  /// Sequences delivered from Deserializer::load_sequences rather than from their chunks, so far.
+  uint64_t sequences_loaded_alone() const { return sequences_loaded_alone_; }
 
  private:
   struct Taken {
@@ -64,8 +66,17 @@ class NoRandomizer : public SequenceEnumerator {
     SequenceKey key;
   };
 
+  // Sequences of a chunk still loading, loaded alone (Deserializer::load_sequences); null: not possible.
+  struct Alone {
+    uint32_t chunk_id;
+    std::vector<uint32_t> indices;  // in the chunk, increasing
+    ChunkPtr chunk;
+  };
+
   void enter_chunk(size_t chunk);
   void move_to_next_sequence();
+  void load_alone_what_is_loading();
+  void prefetch_ahead(size_t first);
 
   std::shared_ptr<Deserializer> deserializer_;
   std::vector<ChunkInfo> chunks_;
@@ -92,6 +103,9 @@ class NoRandomizer : public SequenceEnumerator {
   ChunkLoader loader_;
   std::vector<Taken> taken_;
   std::vector<SequenceData> scratch_;
+  bool load_alone_next_ = true;  // the next minibatch is the first from a new position
+  std::vector<Alone> alone_;
+  uint64_t sequences_loaded_alone_ = 0;
 };
 
 }  // namespace cntkio::pipeline

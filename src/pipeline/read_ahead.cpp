@@ -36,7 +36,9 @@ ReadAhead::~ReadAhead() {
 
 void ReadAhead::schedule() {
   if (!enabled_ || holds_ > 0 || produced_epoch_end_ || failure_ || pending_.valid()) return;
-  pending_ = thread_.submit([this] { return read_batch(); });
+  const size_t max_batch = from_new_position_ ? 1 : limits_.max_batch;
+  from_new_position_ = false;
+  pending_ = thread_.submit([this, max_batch] { return read_batch(max_batch); });
 }
 
 ReadResult ReadAhead::next() {
@@ -67,9 +69,10 @@ void ReadAhead::discard() {
   ready_.clear();
   failure_ = nullptr;
   produced_epoch_end_ = false;
+  from_new_position_ = true;
 }
 
-ReadAhead::Batch ReadAhead::read_batch() {
+ReadAhead::Batch ReadAhead::read_batch(size_t max_batch) {
   Batch batch;
   const auto start = std::chrono::steady_clock::now();
   size_t bytes = 0;
@@ -81,7 +84,7 @@ ReadAhead::Batch ReadAhead::read_batch() {
         break;
       }
       bytes += minibatch_data_bytes(batch.results.back().minibatch);
-    } while (batch.results.size() < limits_.max_batch && bytes < limits_.batch_bytes &&
+    } while (batch.results.size() < max_batch && bytes < limits_.batch_bytes &&
              std::chrono::steady_clock::now() - start < limits_.batch_time);
   } catch (...) {
     batch.failure = std::current_exception();

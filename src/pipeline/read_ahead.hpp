@@ -6,7 +6,9 @@
 // packing a small minibatch, so the thread reads a batch in one go: until it has read `batch_bytes` of
 // minibatch data, worked `batch_time` or read `max_batch` minibatches, and it stops at the end of the epoch
 // or an error. Large minibatches thus still go one at a time (one ahead, as CNTK's prefetch), and reading
-// ahead never holds much more memory than that.
+// ahead never holds much more memory than that. The first batch from a new position (the reader's start,
+// an epoch's, a restore) holds one minibatch: the caller waits for it, and the one after it may wait for
+// whole chunks that the first did not need (a first minibatch of sequences loaded alone).
 //
 // Thread-safety: one caller thread. The read function runs on the read-ahead thread while a batch is pending
 // and on the caller's when nothing was read ahead; what it touches must be left alone by the caller until
@@ -91,7 +93,7 @@ class ReadAhead {
     std::exception_ptr failure;  // thrown by the read after the last result
     bool epoch_end = false;
   };
-  Batch read_batch();
+  Batch read_batch(size_t max_batch);
 
   ReadFunction read_;
   bool enabled_;
@@ -102,6 +104,7 @@ class ReadAhead {
   std::deque<ReadResult> ready_;  // read ahead, not yet handed out
   std::exception_ptr failure_;    // the read after ready_ failed
   bool produced_epoch_end_ = false;
+  bool from_new_position_ = true;  // nothing read since the start or the last discard()
   std::atomic<uint64_t>* wait_counter_ = nullptr;
 };
 

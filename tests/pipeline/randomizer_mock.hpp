@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -24,8 +25,10 @@
 
 namespace cntkio::pipeline::testing {
 
-/// Counts shared by the mock and the chunks it creates (chunks may outlive the mock).
+/// Counts shared by the mock and the chunks it creates (chunks may outlive the mock). Updated under `mutex`:
+/// a randomizer with a pool loads and drops chunks on its threads.
 struct ChunkCounters {
+  std::mutex mutex;
   size_t loads = 0;
   size_t live = 0;
   size_t max_live = 0;
@@ -107,6 +110,7 @@ class MockDeserializer : public Deserializer {
       chunk->values.emplace_back(lengths_[chunk_id][i], static_cast<float>(key));
       chunk->valid.push_back(invalid_.count(key) == 0);
     }
+    std::lock_guard<std::mutex> lock(counters_->mutex);
     ++counters_->loads;
     counters_->loaded_ids.push_back(chunk_id);
     return chunk;
@@ -115,10 +119,14 @@ class MockDeserializer : public Deserializer {
  private:
   struct MockChunk : Chunk {
     explicit MockChunk(std::shared_ptr<ChunkCounters> c) : counters(std::move(c)) {
+      std::lock_guard<std::mutex> lock(counters->mutex);
       ++counters->live;
       counters->max_live = std::max(counters->max_live, counters->live);
     }
-    ~MockChunk() override { --counters->live; }
+    ~MockChunk() override {
+      std::lock_guard<std::mutex> lock(counters->mutex);
+      --counters->live;
+    }
     void get_sequence(uint32_t index, std::vector<SequenceData>& out) const override {
       SequenceData d;
       d.number_of_samples = static_cast<uint32_t>(values[index].size());

@@ -61,12 +61,36 @@ TEST(ReadAhead, HandsOutTheResultsInReadOrder) {
   EXPECT_EQ(script.reads, 10u);  // nothing is read past the epoch end
 }
 
+// How many reads the batch after the first (which holds one minibatch) made.
+size_t second_batch_reads(Script& script, ReadAheadLimits limits) {
+  ReadAhead reader(script.function(), true, limits);
+  reader.schedule();
+  reader.next();  // takes the first batch and starts the second
+  reader.discard();
+  return script.reads - 1;
+}
+
+TEST(ReadAhead, TheFirstBatchFromANewPositionHoldsOneMinibatch) {
+  Script script;
+  ReadAhead reader(script.function(), true, count_limit(4));
+  reader.schedule();
+  EXPECT_EQ(reader.next().after.position, 0u);  // read alone: the caller waits for it
+  EXPECT_EQ(reader.next().after.position, 1u);  // the batch 1..4, started when 0 was taken
+  reader.discard();
+  EXPECT_EQ(script.reads, 9u);  // and 5..8, started when 1 was taken
+  reader.schedule();            // from the position the caller set: one minibatch again
+  EXPECT_EQ(reader.next().after.position, 9u);
+  EXPECT_EQ(reader.next().after.position, 10u);  // of the batch 10..13
+  reader.discard();
+  EXPECT_EQ(script.reads, 18u);  // 14..17 started when 10 was taken
+}
+
 TEST(ReadAhead, ReadsOnItsOwnThreadOnlyWhenEnabled) {
   Script on;
   ReadAhead ahead(on.function(), true, count_limit(2));
   ahead.schedule();
   ahead.discard();
-  ASSERT_EQ(on.reads, 2u);
+  ASSERT_EQ(on.reads, 1u);
   EXPECT_NE(on.threads[0], std::this_thread::get_id());
 
   Script off;
@@ -98,11 +122,11 @@ TEST(ReadAhead, DiscardDropsWhatWasReadAhead) {
   Script script;
   ReadAhead reader(script.function(), true, count_limit(4));
   reader.schedule();
-  EXPECT_EQ(reader.next().after.position, 0u);  // takes the batch 0..3 and starts reading 4..7
+  EXPECT_EQ(reader.next().after.position, 0u);  // takes the batch of 0 and starts reading 1..4
   reader.discard();
-  EXPECT_EQ(script.reads, 8u);
-  EXPECT_EQ(reader.next().after.position, 8u);  // 1..7 are gone; nothing is read ahead until schedule()
-  EXPECT_EQ(script.reads, 9u);
+  EXPECT_EQ(script.reads, 5u);
+  EXPECT_EQ(reader.next().after.position, 5u);  // 1..4 are gone; nothing is read ahead until schedule()
+  EXPECT_EQ(script.reads, 6u);
 }
 
 TEST(ReadAhead, DiscardForgetsAFailureAndAnEpochEnd) {
@@ -119,38 +143,26 @@ TEST(ReadAhead, DiscardForgetsAFailureAndAnEpochEnd) {
   ended.schedule();
   EXPECT_TRUE(ended.next().minibatch.end_of_epoch);
   ended.discard();
-  ended.schedule();  // reads again after the caller repositioned
+  ended.schedule();  // reads again after the caller repositioned (one minibatch: a new position)
   ended.discard();
-  EXPECT_EQ(ending.reads, 5u);
+  EXPECT_EQ(ending.reads, 2u);
 }
 
 TEST(ReadAhead, ABatchEndsAtItsCountBytesTimeOrTheEpochEnd) {
   Script by_count;
-  ReadAhead count(by_count.function(), true, count_limit(3));
-  count.schedule();
-  count.discard();
-  EXPECT_EQ(by_count.reads, 3u);
+  EXPECT_EQ(second_batch_reads(by_count, count_limit(3)), 3u);
 
   Script by_bytes;
   by_bytes.bytes = 100;
-  ReadAhead bytes(by_bytes.function(), true, {64, 250, std::chrono::hours(1)});
-  bytes.schedule();
-  bytes.discard();
-  EXPECT_EQ(by_bytes.reads, 3u);  // 300 bytes read when it stops
+  EXPECT_EQ(second_batch_reads(by_bytes, {64, 250, std::chrono::hours(1)}), 3u);  // 300 bytes when it stops
 
   Script by_time;
   by_time.delay = std::chrono::milliseconds(2);
-  ReadAhead time(by_time.function(), true, {64, kNever, std::chrono::milliseconds(1)});
-  time.schedule();
-  time.discard();
-  EXPECT_EQ(by_time.reads, 1u);
+  EXPECT_EQ(second_batch_reads(by_time, {64, kNever, std::chrono::milliseconds(1)}), 1u);
 
   Script by_end;
-  by_end.epoch_end_at = 1;
-  ReadAhead end(by_end.function(), true, count_limit(64));
-  end.schedule();
-  end.discard();
-  EXPECT_EQ(by_end.reads, 2u);
+  by_end.epoch_end_at = 2;
+  EXPECT_EQ(second_batch_reads(by_end, count_limit(64)), 2u);
 }
 
 TEST(ReadAhead, NothingIsReadAheadWhileHeld) {
@@ -166,7 +178,7 @@ TEST(ReadAhead, NothingIsReadAheadWhileHeld) {
   }
   reader.schedule();
   reader.discard();
-  EXPECT_EQ(script.reads, 2u);
+  EXPECT_EQ(script.reads, 1u);
 }
 
 TEST(ReadAhead, CountsTheBytesOfValuesIndicesAndDeferredValues) {

@@ -18,6 +18,7 @@
 #include "cntkio/errors.hpp"
 #include "core/thread_pool.hpp"
 #include "pipeline/block_randomizer.hpp"
+#include "pipeline/no_randomizer.hpp"
 #include "pipeline/randomizer_common.hpp"
 #include "randomizer_mock.hpp"
 
@@ -136,6 +137,82 @@ TEST(SequenceLoads, ASweepGivesTheSameSequencesAsOneThatWaitsForItsChunks) {
   }
 }
 
+// Keys of the rest of an epoch read in minibatches of `mb` samples as worker `rank` of `workers`, from the
+// enumerator's position; every value must be its key.
+std::vector<uint64_t> read_rest(SequenceEnumerator& e, size_t mb, size_t max_calls = 1000) {
+  std::vector<uint64_t> keys;
+  for (size_t call = 0; call < max_calls; ++call) {
+    Sequences s = e.get_next_sequences(mb, mb);
+    for (size_t k = 0; k < s.keys.size(); ++k) {
+      keys.push_back(s.keys[k].sequence);
+      const SequenceData& d = s.data[0][k];
+      for (uint32_t t = 0; t < d.number_of_samples; ++t) {
+        EXPECT_EQ(static_cast<const float*>(d.values)[t], static_cast<float>(s.keys[k].sequence));
+      }
+    }
+    if (s.end_of_epoch) break;
+  }
+  return keys;
+}
+
+EpochConfiguration sweep_config(size_t sweep, size_t mb, size_t workers = 1, size_t rank = 0) {
+  EpochConfiguration config;
+  config.minibatch_size_in_samples = mb;
+  config.total_epoch_size_in_samples = sweep;
+  config.num_workers = workers;
+  config.worker_rank = rank;
+  return config;
+}
+
+TEST(SequenceLoads, WithoutRandomizationTheFirstMinibatchComesWhileItsChunkIsStillLoading) {
+  auto gated = std::make_shared<GatedMock>(4, 10);
+  auto pool = std::make_shared<core::ThreadPool>(2);
+  NoRandomizer reader(gated, 0, pool);
+  reader.start_epoch(sweep_config(reader.sweep_size(), 6));
+  auto first = std::async(std::launch::async, [&] { return reader.get_next_sequences(6, 6); });
+  const bool came = first.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  gated->open();  // whatever happened: no load may stay blocked
+  ASSERT_TRUE(came) << "the first minibatch waited for its chunk";
+  const Sequences s = first.get();
+  ASSERT_EQ(s.keys.size(), 3u);
+  for (size_t k = 0; k < s.keys.size(); ++k) {
+    EXPECT_EQ(s.keys[k].sequence, k);
+    EXPECT_EQ(static_cast<const float*>(s.data[0][k].values)[1], static_cast<float>(k));
+  }
+  EXPECT_EQ(reader.sequences_loaded_alone(), 3u);
+  EXPECT_EQ(read_rest(reader, 6).size(), 37u);
+}
+
+// Sweeps and restores mid-sweep, for one worker and for each of two: the same sequences as a reader that
+// waits for its chunks (the mock loads on the reading thread there: no pool).
+TEST(SequenceLoads, WithoutRandomizationSweepsAndRestoresAreThoseOfAReaderThatWaits) {
+  for (const size_t workers : {1, 2}) {
+    for (size_t rank = 0; rank < workers; ++rank) {
+      for (const size_t mb : {6, 20, 64}) {
+        auto plain = MockDeserializer::uniform(5, 10, 2);
+        NoRandomizer waiting(plain, 0);
+        waiting.start_epoch(sweep_config(waiting.sweep_size(), mb, workers, rank));
+        const std::vector<uint64_t> expected = read_rest(waiting, mb);
+
+        auto gated = std::make_shared<GatedMock>(5, 10);
+        gated->open();
+        auto pool = std::make_shared<core::ThreadPool>(2);
+        NoRandomizer reader(gated, 0, pool);
+        reader.start_epoch(sweep_config(reader.sweep_size(), mb, workers, rank));
+        std::vector<uint64_t> keys = read_rest(reader, mb, 2);  // two minibatches, then a restore
+        const EnumeratorState state = reader.state();
+        NoRandomizer restored(gated, 0, pool);
+        restored.start_epoch(sweep_config(restored.sweep_size(), mb, workers, rank));
+        restored.restore(state);
+        const std::vector<uint64_t> rest = read_rest(restored, mb);
+        keys.insert(keys.end(), rest.begin(), rest.end());
+        EXPECT_EQ(keys, expected) << workers << " workers, rank " << rank << ", minibatch " << mb;
+        EXPECT_GT(reader.sequences_loaded_alone() + restored.sequences_loaded_alone(), 0u);
+      }
+    }
+  }
+}
+
 // The load_chunk of `inner`, held until the gate opens; everything else as `inner`.
 class GatedCtf : public Deserializer {
  public:
@@ -196,7 +273,8 @@ class CtfSequenceLoads : public DataFileTest {
     return make_ctf_deserializer(options);
   }
   // Values of a sweep, sequence by sequence, as text; the gate opens after the first minibatch.
-  std::vector<std::string> read(GatedCtf& gated, BlockRandomizer& randomizer) {
+  template <class Enumerator>
+  std::vector<std::string> read(GatedCtf& gated, Enumerator& randomizer) {
     EpochConfiguration config;
     config.minibatch_size_in_samples = 16;
     config.total_epoch_size_in_samples = randomizer.sweep_size();
@@ -291,12 +369,39 @@ TEST_F(CtfSequenceLoads, ARandomizedSweepIsTheSameWithAndWithoutLoadsAlone) {
   }
 }
 
+TEST_F(CtfSequenceLoads, AnUnrandomizedSweepIsTheSameWithAndWithoutLoadsAlone) {
+  for (const int bad_row : {-1, 0, 1, 57}) {  // rows 0 and 1: in the first minibatch
+    write_ctf(bad_row);
+    auto pool = std::make_shared<core::ThreadPool>(2);
+    std::vector<std::string> sweeps[2];
+    SkipReport skips[2];
+    uint64_t alone[2];
+    for (int with_alone = 0; with_alone < 2; ++with_alone) {
+      auto gated = std::make_shared<GatedCtf>(open_ctf(3), with_alone == 1);
+      NoRandomizer reader(gated, 0, pool);
+      sweeps[with_alone] = read(*gated, reader);
+      gated->add_skips(skips[with_alone]);
+      alone[with_alone] = reader.sequences_loaded_alone();
+    }
+    EXPECT_EQ(sweeps[0], sweeps[1]) << "bad row " << bad_row;
+    EXPECT_EQ(sweeps[0].size(), 300u);
+    EXPECT_EQ(skips[0].errors, skips[1].errors);
+    EXPECT_EQ(skips[1].errors, bad_row < 0 ? 0u : 1u);
+    EXPECT_EQ(alone[0], 0u);
+    EXPECT_EQ(alone[1] > 0, bad_row < 0 || bad_row > 1) << "bad row " << bad_row;
+  }
+}
+
 TEST_F(CtfSequenceLoads, AMalformedSequenceStillFailsAStrictReader) {
   write_ctf(57);
   auto pool = std::make_shared<core::ThreadPool>(2);
   auto gated = std::make_shared<GatedCtf>(open_ctf(0), true);
   BlockRandomizer randomizer(gated, 1000, false, 2, 0, pool);
   EXPECT_THROW(read(*gated, randomizer), FormatError);
+  write_ctf(1);  // in the first minibatch of a reader that does not randomize
+  auto unrandomized = std::make_shared<GatedCtf>(open_ctf(0), true);
+  NoRandomizer reader(unrandomized, 0, pool);
+  EXPECT_THROW(read(*unrandomized, reader), FormatError);
 }
 
 }  // namespace
