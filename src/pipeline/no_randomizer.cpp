@@ -50,6 +50,7 @@ void NoRandomizer::enter_chunk(size_t chunk) {
   chunk_ = chunk;
   sequence_in_chunk_ = 0;
   sequences_.clear();
+  sequences_.reserve(chunks_[chunk].number_of_sequences);
   deserializer_->sequence_infos_for_chunk(chunks_[chunk].id, sequences_);
   check_chunk_listing(chunks_[chunk].id, chunks_[chunk].number_of_sequences, chunks_[chunk].number_of_samples,
                       sequences_);

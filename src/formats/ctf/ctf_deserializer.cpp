@@ -160,6 +160,7 @@ class CtfDeserializer final : public Deserializer {
 
   void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
     const std::vector<ctf::IndexedSequence> sequences = chunk_sequences(chunk_id);
+    out.reserve(out.size() + sequences.size());  // a chunk of 32 MB lists 200,000 sequences and more
     for (size_t i = 0; i < sequences.size(); ++i) {
       const ctf::IndexedSequence& s = sequences[i];
       out.push_back(SequenceInfo{static_cast<uint32_t>(i), s.samples, chunk_id, SequenceKey{s.key, 0}});
