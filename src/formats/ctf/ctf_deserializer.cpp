@@ -81,8 +81,9 @@ class CtfDeserializer final : public Deserializer {
       // reader's key table, which a shared index would leave empty.
       const bool shareable = (!options_.keys || options_.keys->is_numeric()) &&
                              ctf::settled_for_sharing(file_.identity(), realtime_ns());
-      const ctf::SharedIndexKey shared_key{file_.identity(), options_.skip_sequence_ids, alias,
-                                           options_.chunk_size_in_bytes};
+      const bool has_inode = file_.identity().device != 0 || file_.identity().inode != 0;
+      const ctf::SharedIndexKey shared_key{file_.identity(), has_inode ? std::string() : options_.file,
+                                           options_.skip_sequence_ids, alias, options_.chunk_size_in_bytes};
       if (shareable) index_ = ctf::find_shared_index(shared_key);
       summary_.shared_in_process = index_ != nullptr;
       if (!index_) {

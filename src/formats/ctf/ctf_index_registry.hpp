@@ -19,6 +19,9 @@ namespace cntkio::ctf {
 /// live in the reader's key table.)
 struct SharedIndexKey {
   core::FileIdentity file;
+  /// The file's path where its identity names no device and inode (a remote file): an ETag made of time
+  /// and size (nginx's) is the same for two files written in the same second at the same size.
+  std::string location;
   bool skip_sequence_ids = false;
   std::string main_alias;
   uint64_t chunk_size_in_bytes = 0;
