@@ -273,6 +273,42 @@ def test_the_index_cache_of_a_remote_file_is_local_and_a_second_process_reads_on
     assert first.count("\n") >= 10
 
 
+def test_with_a_valid_index_cache_a_remote_file_opens_with_a_head_and_reads_only_its_first_minibatch(data, tmp_path,
+                                                                                                    cli):
+    path = data / "big.ctf"
+    write_ctf(path, [1 + i % 4 for i in range(40000)])
+    cache_dir = tmp_path / "cache"
+    env = dict(os.environ, CNTKIO_CACHE_DIR=str(cache_dir), CNTKIO_REMOTE_BLOCK_SIZE="65536",
+               CNTKIO_REMOTE_READ_AHEAD="0")
+    with servers.Nginx(data) as nginx:
+        require_lazy_mapping(nginx.url + "/big.ctf")
+        config = write_config(tmp_path / "r.cntk", nginx.url + "/big.ctf")
+        first = dump_first_minibatch(cli, config, env)  # writes the cache
+        before = nginx.requests()
+        inspected = subprocess.run([cli, "inspect", "--config", config, "--section", "r", "--minibatches", "0"],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert inspected.returncode == 0, inspected.stderr
+        assert "index cache" in inspected.stdout and "(used)" in inspected.stdout, inspected.stdout
+        assert "sequence ids" in inspected.stdout  # the line mode, read from the file when asked for
+        inspected_requests = nginx.requests()[len(before):]
+        # its identity (a HEAD), then the first block for the line mode: nothing else of the file
+        assert [(r[0], r[3]) for r in inspected_requests] == [("HEAD", "-"), ("GET", "bytes=0-65535")], \
+            inspected_requests
+        assert dump_first_minibatch(cli, config, env) == first
+        dumped = nginx.requests()[len(before) + len(inspected_requests):]
+        assert dumped[0][0] == "HEAD" and all(r[0] == "GET" for r in dumped[1:]), dumped
+        assert sum(r[4] for r in dumped) < path.stat().st_size // 4, dumped
+
+
+def test_a_server_that_refuses_head_is_asked_with_a_get_of_the_first_block(data, tmp_path, cli):
+    local = write_ctf(data / "a.ctf", LENGTHS)
+    env = dict(os.environ, CNTKIO_CACHE_DIR=str(tmp_path / "cache"))
+    with servers.FailingServer(data, failures=10**6, status=405, methods=("HEAD",), ranges=True) as server:
+        remote = dump_first_minibatch(cli, write_config(tmp_path / "r.cntk", server.url + "/a.ctf"), env)
+        assert server.count >= 1  # a HEAD was refused
+    assert remote == dump_first_minibatch(cli, write_config(tmp_path / "l.cntk", local), env)
+
+
 def test_a_will_need_hint_fetches_its_range_with_few_requests_that_the_mapping_then_reads(data):
     # A reader about to parse a chunk tells its mapping (FileMapping::will_need): the blocks come in requests of
     # CNTKIO_REMOTE_REQUEST_SIZE started at once, not block by block as the parse touches them.

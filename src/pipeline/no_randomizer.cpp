@@ -162,9 +162,11 @@ Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t lo
     }
     append_sequence(result, cached_chunk_, t.chunk_id, t.index_in_chunk, t.key, scratch_);
   }
-  alone_.clear();
   prefetch_ahead(1);
-  loader_.flush();
+  // After sequences loaded alone the chunks start loading at the next call, which comes once this
+  // minibatch is handed over (ReadAhead): started now, they would take the cores while the caller waits.
+  if (alone_.empty()) loader_.flush();
+  alone_.clear();
   cleaner_.clean(result, *deserializer_);
   return result;
 }
@@ -202,13 +204,14 @@ void NoRandomizer::load_alone_what_is_loading() {
     a->indices.push_back(t.index_in_chunk);
   }
   if (alone_.empty()) return;
+  // The chunks are asked for now and start loading once these sequences are loaded: the minibatch waits
+  // for them alone, not for the cores or the network the loads would take meanwhile.
   prefetch_ahead(0);
-  loader_.flush();
   for (Alone& a : alone_) {
     // (A minibatch that crosses the sweep's end may take from one chunk twice.)
     std::sort(a.indices.begin(), a.indices.end());
     a.indices.erase(std::unique(a.indices.begin(), a.indices.end()), a.indices.end());
-    if (!loader_.loading(a.chunk_id)) continue;  // loaded already, or finished meanwhile
+    if (!loader_.loading(a.chunk_id)) continue;  // loaded already
     try {
       a.chunk = deserializer_->load_sequences(a.chunk_id, a.indices);
     } catch (const Error&) {

@@ -322,7 +322,8 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
 
   // The identity from a GET of the first block, which goes into the cache (a reader that opens a file reads
   // its first bytes next: one request instead of two), or from a HEAD.
-  FileIdentity head_now(const std::string& path, std::string_view open_failure, bool first_block) {
+  FileIdentity head_now(const std::string& path, std::string_view open_failure, bool first_block,
+                        bool may_retry = true) {
     bool s3 = false;
     Request request;
     request.url = url_of(path, s3);
@@ -332,7 +333,13 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
     request.sign_s3 = s3;
     unsigned tries = 0;
     Response response = client_.perform(request, path, &tries);
-    if (first_block && response.status == 416) return head_now(path, open_failure, false);  // an empty file
+    if (may_retry && first_block && response.status == 416) {
+      return head_now(path, open_failure, false, false);  // an empty file
+    }
+    if (may_retry && !first_block && (response.status == 405 || response.status == 501)) {
+      return head_now(path, open_failure, true,
+                      false);  // a server that refuses HEAD: a GET of the first block
+    }
     if (first_block && response.status == 206) {
       const uint64_t expected = std::min(client_.settings().block_size, response.total_size);
       if (response.body.size() == expected && expected > 0) {
@@ -389,7 +396,9 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
       return is_dir(path);
     }
   }
-  FileIdentity file_identity(const std::string& path) override { return head(path, "cannot find"); }
+  // A HEAD: who asks for an identity alone (a cache's name, a check for changes) reads nothing of the file
+  // next, or not at once.
+  FileIdentity file_identity(const std::string& path) override { return head(path, "cannot find", false); }
   std::vector<std::string> list_dir(const std::string& dir) override;
   void remove_file(const std::string& path) override { refuse_write(path); }
   void rename_file(const std::string&, const std::string& to) override { refuse_write(to); }

@@ -174,3 +174,23 @@ TEST(CtfCacheStaleness, StampChangesWithSizeTimeAndTheFirstAndLastBytes) {
   later.mtime_ns = 6;
   EXPECT_NE(ctf::stamp_data_file(text, later), base);
 }
+
+// A cached index does not record whether the file has sequence ids (CNTK's layout has no room for it): the
+// summary reads it from the file when asked, so that an open with a valid cache reads nothing of the file.
+TEST(CtfCacheStaleness, ACachedIndexTellsTheLineModeWhenAsked) {
+  TempDir dir;
+  const std::string with_ids = dir.write("ids.ctf", "\xEF\xBB\xBF  \n" + rows(0, 3));
+  const std::string lines = dir.write("lines.ctf", "\n|x 1\n|x 2\n");
+  for (const auto& [data, line_mode] : {std::pair{with_ids, false}, std::pair{lines, true}}) {
+    const CtfOptions o = cached_options(data);
+    const CtfIndexSummary written = ctf_index_summary(*make_ctf_deserializer(o));
+    ASSERT_TRUE(written.cache_written) << data;
+    EXPECT_EQ(written.line_mode, line_mode) << data;
+    auto cached = make_ctf_deserializer(o);
+    ASSERT_TRUE(ctf_index_summary(*cached).loaded_from_cache) << data;
+    EXPECT_EQ(ctf_index_summary(*cached).line_mode, line_mode) << data;
+    const std::string described = cached->describe().front();
+    EXPECT_NE(described.find(line_mode ? "one sequence per line" : "sequence ids"), std::string::npos)
+        << described;
+  }
+}

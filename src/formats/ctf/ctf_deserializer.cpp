@@ -61,20 +61,28 @@ const std::string& checked_path(const std::string& file) {
   return file;
 }
 
+// The data file's path, its identity asked for first where an index cache may make the data unneeded at open:
+// a remote file is then opened without fetching its first bytes (the remote Env answers the open with the
+// identity it just had, docs/remote-data.md), and one whose cache is valid reads nothing until a chunk loads.
+const std::string& identified_path(const CtfOptions& options) {
+  const std::string& path = checked_path(options.file);
+  if (options.cache_index && !Env::url_scheme(path).empty()) (void)Env::current()->file_identity(path);
+  return path;
+}
+
 class CtfDeserializer final : public Deserializer {
  public:
   explicit CtfDeserializer(const CtfOptions& options)
       : options_(options),
-        file_(checked_path(options.file)),
+        file_(identified_path(options)),
         logger_(options.trace_level, core::sink_from_options(options.log_sink)),
         budget_(options.max_errors) {
     validate_and_build_streams();
     const std::string alias = main_alias(options_);
-    const size_t first_byte = first_content_byte();
     const bool string_keys = options_.keys && options_.keys->mode() == KeyMode::kString;
     if (options_.cache_index && !string_keys) {
       summary_.cache_file = ctf_cache_file_name(options_);
-      open_cache(first_byte);
+      open_cache();
     }
     if (!summary_.loaded_from_cache) {
       // Numeric ids are all the index holds of a file's keys; string and hashed ids also live in the
@@ -267,7 +275,7 @@ class CtfDeserializer final : public Deserializer {
     lines.push_back("CTF file " + options_.file + ": " + std::to_string(summary_.file_size) + " bytes, " +
                     std::to_string(summary_.sequences) + " sequences, " + std::to_string(summary_.samples) +
                     " samples, " + std::to_string(summary_.chunks) + " chunk(s)" +
-                    (summary_.line_mode ? ", one sequence per line" : ", sequence ids"));
+                    (summary().line_mode ? ", one sequence per line" : ", sequence ids"));
     if (!summary_.cache_file.empty()) {
       std::string cache = "index cache " + summary_.cache_file;
       if (summary_.loaded_from_cache) {
@@ -286,7 +294,18 @@ class CtfDeserializer final : public Deserializer {
 
   std::shared_ptr<const void> shared_index() const override { return shared_ ? index_ : nullptr; }
 
-  const CtfIndexSummary& summary() const { return summary_; }
+  const CtfIndexSummary& summary() const {
+    // A cached index says nothing of the line mode, which only the summary shows: the data file's first
+    // bytes tell, read when asked for rather than at open (a remote file would fetch them for it).
+    std::call_once(line_mode_once_, [this] {
+      if (summary_.loaded_from_cache) {
+        const size_t first = first_content_byte();
+        summary_.line_mode =
+            options_.skip_sequence_ids || (first < file_.size() && file_.data()[first] == '|');
+      }
+    });
+    return summary_;
+  }
   CtfErrorSummary errors() const {
     return CtfErrorSummary{budget_.counted(), budget_.rows_dropped(), budget_.samples_dropped(),
                            budget_.first_locations()};
@@ -318,7 +337,7 @@ class CtfDeserializer final : public Deserializer {
   // 64 KiB, which must all match; a cache without that record (CNTK's) must be newer than the data file, to
   // the nanosecond. Only the chunk table is read when it was made for this chunk size (records are then
   // read per chunk, at each use), else every record (and the chunks are formed again).
-  void open_cache(size_t first_byte) {
+  void open_cache() {
     if (file_.view().empty()) return;
     try {
       cache_ = std::make_unique<core::MappedFile>(summary_.cache_file);
@@ -355,8 +374,6 @@ class CtfDeserializer final : public Deserializer {
       return;
     }
     summary_.loaded_from_cache = true;
-    index->line_mode =
-        options_.skip_sequence_ids || (first_byte < file_.size() && file_.data()[first_byte] == '|');
     index_ = std::move(index);
   }
 
@@ -627,7 +644,8 @@ class CtfDeserializer final : public Deserializer {
   std::unique_ptr<core::MappedFile> cache_;
   bool cached_keys_ascending_ = false;
   uint64_t cached_adjacent_equal_keys_ = 0;
-  CtfIndexSummary summary_;
+  mutable CtfIndexSummary summary_;  // mutable: its line mode is found when first asked for (summary())
+  mutable std::once_flag line_mode_once_;
   ctf::ParseContext context_;
   std::unique_ptr<core::ThreadPool> pool_;  // helpers of one chunk's parse (parse_threads - 1), or null
   std::mutex kept_mutex_;
