@@ -46,11 +46,12 @@ class Deserializer {
   virtual ChunkPtr load_chunk(uint32_t chunk_id) = 0;
   /// Loads only the sequences `indices_in_chunk` (ascending, no repeats) of chunk `chunk_id`, where that is
   /// much cheaper than loading the chunk: a chunk whose get_sequence(i), for each i listed, gives exactly
-  /// what load_chunk(chunk_id)'s would. The block randomizer asks for the sequences of a minibatch whose
-  /// chunks are still loading, instead of waiting for them all (a window's first minibatch would wait for
-  /// the whole window). Null when it cannot, or when loading them would have an effect the chunk's load has
-  /// (a warning, a counted error): the caller then waits for the whole chunk, whose load reports it. Must
-  /// not count or log anything. Null by default.
+  /// what load_chunk(chunk_id)'s would. The randomizers ask for the sequences of the first minibatch from a
+  /// new position whose chunks are still loading, instead of waiting for them all (a window's first
+  /// minibatch would wait for the whole window; without randomization, for its whole first chunk). Null when
+  /// it cannot, or when loading them would have an effect the chunk's load has (a warning, a counted error):
+  /// the caller then waits for the whole chunk, whose load reports it. Must not count or log anything. Null
+  /// by default.
   virtual ChunkPtr load_sequences(uint32_t chunk_id, std::span<const uint32_t> indices_in_chunk) {
     (void)chunk_id;
     (void)indices_in_chunk;
