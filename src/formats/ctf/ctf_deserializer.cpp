@@ -66,7 +66,13 @@ const std::string& checked_path(const std::string& file) {
 // identity it just had, docs/remote-data.md), and one whose cache is valid reads nothing until a chunk loads.
 const std::string& identified_path(const CtfOptions& options) {
   const std::string& path = checked_path(options.file);
-  if (options.cache_index && !Env::url_scheme(path).empty()) (void)Env::current()->file_identity(path);
+  if (options.cache_index && !Env::url_scheme(path).empty()) {
+    try {
+      (void)Env::current()->file_identity(path);
+    } catch (const Error&) {
+      // the open that follows says why, as it would have without this
+    }
+  }
   return path;
 }
 
