@@ -243,16 +243,22 @@ def write_config(path, file, chunk=65536):
     return str(path)
 
 
-def test_the_index_cache_of_a_remote_file_is_local_and_a_second_process_reads_only_what_it_needs(data, tmp_path,
-                                                                                                   cli):
+def big_file_and_its_cache(data, tmp_path):
+    """A CTF file of 40,000 sequences served from `data`, a cache folder, and an environment in which the bytes
+    fetched are those the reader touches (64 KiB blocks, no read-ahead)."""
     path = data / "big.ctf"
     write_ctf(path, [1 + i % 4 for i in range(40000)])
-    size = path.stat().st_size
-    assert size > 1 << 20
     cache_dir = tmp_path / "cache"
-    # Without read-ahead, the bytes fetched are those the reader touches.
     env = dict(os.environ, CNTKIO_CACHE_DIR=str(cache_dir), CNTKIO_REMOTE_BLOCK_SIZE="65536",
                CNTKIO_REMOTE_READ_AHEAD="0")
+    return path, cache_dir, env
+
+
+def test_the_index_cache_of_a_remote_file_is_local_and_a_second_process_reads_only_what_it_needs(data, tmp_path,
+                                                                                                   cli):
+    path, cache_dir, env = big_file_and_its_cache(data, tmp_path)
+    size = path.stat().st_size
+    assert size > 1 << 20
     with servers.Nginx(data) as nginx:
         require_lazy_mapping(nginx.url + "/big.ctf")
         config = write_config(tmp_path / "r.cntk", nginx.url + "/big.ctf")
@@ -275,11 +281,7 @@ def test_the_index_cache_of_a_remote_file_is_local_and_a_second_process_reads_on
 
 def test_with_a_valid_index_cache_a_remote_file_opens_with_a_head_and_reads_only_its_first_minibatch(data, tmp_path,
                                                                                                     cli):
-    path = data / "big.ctf"
-    write_ctf(path, [1 + i % 4 for i in range(40000)])
-    cache_dir = tmp_path / "cache"
-    env = dict(os.environ, CNTKIO_CACHE_DIR=str(cache_dir), CNTKIO_REMOTE_BLOCK_SIZE="65536",
-               CNTKIO_REMOTE_READ_AHEAD="0")
+    path, _, env = big_file_and_its_cache(data, tmp_path)
     with servers.Nginx(data) as nginx:
         require_lazy_mapping(nginx.url + "/big.ctf")
         config = write_config(tmp_path / "r.cntk", nginx.url + "/big.ctf")

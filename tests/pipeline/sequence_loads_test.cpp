@@ -249,7 +249,7 @@ class GatedCtf : public Deserializer {
 };
 
 class CtfSequenceLoads : public DataFileTest {
- protected:
+ public:  // for expect_the_same_sweeps
   // 300 sequences of 1-3 rows, a dense stream of 2 values and a sparse one; `bad_row` (if any) malformed.
   void write_ctf(int bad_row = -1) {
     std::ofstream out(path_);
@@ -346,49 +346,47 @@ TEST_F(CtfSequenceLoads, AMalformedSequenceIsNotLoadedAloneAndNothingIsCountedOr
   EXPECT_TRUE(log_.empty());
 }
 
+// Reads a sweep of the CTF file with `bad_row` (if any) malformed (3 errors tolerated) through readers
+// `make_reader(deserializer, pool)` made, over a deserializer that loads sequences alone and over one that
+// does not: the same values and skip counts. Returns how many sequences each loaded alone.
+template <class MakeReader>
+std::pair<uint64_t, uint64_t> expect_the_same_sweeps(CtfSequenceLoads& test, int bad_row,
+                                                     MakeReader make_reader) {
+  test.write_ctf(bad_row);
+  auto pool = std::make_shared<core::ThreadPool>(2);
+  std::vector<std::string> sweeps[2];
+  SkipReport skips[2];
+  uint64_t alone[2];
+  for (int with_alone = 0; with_alone < 2; ++with_alone) {
+    auto gated = std::make_shared<GatedCtf>(test.open_ctf(3), with_alone == 1);
+    auto reader = make_reader(gated, pool);
+    sweeps[with_alone] = test.read(*gated, *reader);
+    gated->add_skips(skips[with_alone]);
+    alone[with_alone] = reader->sequences_loaded_alone();
+  }
+  EXPECT_EQ(sweeps[0], sweeps[1]) << "bad row " << bad_row;
+  EXPECT_EQ(sweeps[0].size(), 300u);
+  EXPECT_EQ(skips[0].errors, skips[1].errors);
+  EXPECT_EQ(skips[1].errors, bad_row < 0 ? 0u : 1u);
+  return {alone[0], alone[1]};
+}
+
 TEST_F(CtfSequenceLoads, ARandomizedSweepIsTheSameWithAndWithoutLoadsAlone) {
   for (const int bad_row : {-1, 57}) {
-    write_ctf(bad_row);
-    auto pool = std::make_shared<core::ThreadPool>(2);
-    std::vector<std::string> sweeps[2];
-    SkipReport skips[2];
-    uint64_t alone[2];
-    for (int with_alone = 0; with_alone < 2; ++with_alone) {
-      auto gated = std::make_shared<GatedCtf>(open_ctf(3), with_alone == 1);
-      BlockRandomizer randomizer(gated, 1000, false, 2, 0, pool);  // one window: the whole corpus
-      sweeps[with_alone] = read(*gated, randomizer);
-      gated->add_skips(skips[with_alone]);
-      alone[with_alone] = randomizer.sequences_loaded_alone();
-    }
-    EXPECT_EQ(sweeps[0], sweeps[1]) << "bad row " << bad_row;
-    EXPECT_EQ(sweeps[0].size(), 300u);
-    EXPECT_EQ(skips[0].errors, skips[1].errors);
-    EXPECT_EQ(skips[1].errors, bad_row < 0 ? 0u : 1u);
-    EXPECT_EQ(alone[0], 0u);
-    EXPECT_GT(alone[1], 0u);
+    const auto [without, with] = expect_the_same_sweeps(*this, bad_row, [](auto gated, auto pool) {
+      return std::make_unique<BlockRandomizer>(gated, 1000, false, 2, 0, pool);  // one window: the corpus
+    });
+    EXPECT_EQ(without, 0u);
+    EXPECT_GT(with, 0u);
   }
 }
 
 TEST_F(CtfSequenceLoads, AnUnrandomizedSweepIsTheSameWithAndWithoutLoadsAlone) {
   for (const int bad_row : {-1, 0, 1, 57}) {  // rows 0 and 1: in the first minibatch
-    write_ctf(bad_row);
-    auto pool = std::make_shared<core::ThreadPool>(2);
-    std::vector<std::string> sweeps[2];
-    SkipReport skips[2];
-    uint64_t alone[2];
-    for (int with_alone = 0; with_alone < 2; ++with_alone) {
-      auto gated = std::make_shared<GatedCtf>(open_ctf(3), with_alone == 1);
-      NoRandomizer reader(gated, 0, pool);
-      sweeps[with_alone] = read(*gated, reader);
-      gated->add_skips(skips[with_alone]);
-      alone[with_alone] = reader.sequences_loaded_alone();
-    }
-    EXPECT_EQ(sweeps[0], sweeps[1]) << "bad row " << bad_row;
-    EXPECT_EQ(sweeps[0].size(), 300u);
-    EXPECT_EQ(skips[0].errors, skips[1].errors);
-    EXPECT_EQ(skips[1].errors, bad_row < 0 ? 0u : 1u);
-    EXPECT_EQ(alone[0], 0u);
-    EXPECT_EQ(alone[1] > 0, bad_row < 0 || bad_row > 1) << "bad row " << bad_row;
+    const auto [without, with] = expect_the_same_sweeps(
+        *this, bad_row, [](auto gated, auto pool) { return std::make_unique<NoRandomizer>(gated, 0, pool); });
+    EXPECT_EQ(without, 0u);
+    EXPECT_EQ(with > 0, bad_row < 0 || bad_row > 1) << "bad row " << bad_row;
   }
 }
 
