@@ -192,7 +192,7 @@ void BlockRandomizer::load_alone_what_is_loading() {
       slot = -1;
       if (loader_.loading(chunk_id)) {
         slot = static_cast<int32_t>(alone_.size());
-        alone_.push_back(Alone{chunk_id, {}, nullptr});
+        alone_.push_back(AloneLoad{chunk_id, {}, nullptr});
       }
     }
     if (slot >= 0) {
@@ -201,17 +201,8 @@ void BlockRandomizer::load_alone_what_is_loading() {
     }
   }
   for (const RandomizedSequence& s : taken_) alone_of_position_[s.source_position] = -2;
-  for (Alone& a : alone_) {
-    std::sort(a.indices.begin(), a.indices.end());
-    a.indices.erase(std::unique(a.indices.begin(), a.indices.end()), a.indices.end());
-    if (!loader_.loading(a.chunk_id)) continue;  // finished meanwhile
-    try {
-      a.chunk = deserializer_->load_sequences(a.chunk_id, a.indices);
-    } catch (const Error&) {
-      a.chunk = nullptr;  // the chunk's own load reports it
-    }
-    if (a.chunk) sequences_loaded_alone_ += a.indices.size();
-  }
+  sequences_loaded_alone_ +=
+      load_alone(*deserializer_, alone_, [this](uint32_t chunk_id) { return loader_.loading(chunk_id); });
 }
 
 ChunkPtr BlockRandomizer::chunk_at(size_t source_position) {

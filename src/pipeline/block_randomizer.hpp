@@ -21,6 +21,7 @@
 #include "core/thread_pool.hpp"
 #include "pipeline/chunk_loader.hpp"
 #include "pipeline/chunk_randomizer.hpp"
+#include "pipeline/randomizer_common.hpp"
 #include "pipeline/sequence_cleaner.hpp"
 #include "pipeline/sequence_enumerator.hpp"
 #include "pipeline/sequence_randomizer.hpp"
@@ -104,12 +105,7 @@ class BlockRandomizer : public SequenceEnumerator {
   std::vector<ChunkPtr> taken_chunks_;  // the chunk of each of taken_ (load(): filled and emptied there)
   std::vector<SequenceData> scratch_;
   // load(): the chunks of load_sequences, each with the chunk id and the indices asked for (ascending)
-  struct Alone {
-    uint32_t chunk_id;
-    std::vector<uint32_t> indices;
-    ChunkPtr chunk;
-  };
-  std::vector<Alone> alone_;
+  std::vector<AloneLoad> alone_;
   std::vector<int32_t> alone_of_taken_;     // per taken_: its slot in alone_, or -1
   std::vector<int32_t> alone_of_position_;  // per chunk position: -2 not seen in this load, -1 none, or slot
   uint64_t sequences_loaded_alone_ = 0;

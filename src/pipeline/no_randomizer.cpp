@@ -146,7 +146,7 @@ Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t lo
   for (const Taken& t : taken_) {
     if (!alone_.empty()) {
       const auto a = std::find_if(alone_.begin(), alone_.end(),
-                                  [&](const Alone& x) { return x.chunk_id == t.chunk_id; });
+                                  [&](const AloneLoad& x) { return x.chunk_id == t.chunk_id; });
       if (a != alone_.end() && a->chunk) {
         append_sequence(result, a->chunk, t.chunk_id, t.index_in_chunk, t.key, scratch_);
         continue;
@@ -195,11 +195,11 @@ void NoRandomizer::load_alone_what_is_loading() {
   alone_.clear();
   for (const Taken& t : taken_) {
     if (cached_chunk_ && t.chunk_id == cached_chunk_id_) continue;
-    auto a =
-        std::find_if(alone_.begin(), alone_.end(), [&](const Alone& x) { return x.chunk_id == t.chunk_id; });
+    auto a = std::find_if(alone_.begin(), alone_.end(),
+                          [&](const AloneLoad& x) { return x.chunk_id == t.chunk_id; });
     if (a == alone_.end()) {
       loader_.prefetch(t.chunk_id);
-      a = alone_.insert(alone_.end(), Alone{t.chunk_id, {}, nullptr});
+      a = alone_.insert(alone_.end(), AloneLoad{t.chunk_id, {}, nullptr});
     }
     a->indices.push_back(t.index_in_chunk);
   }
@@ -207,18 +207,8 @@ void NoRandomizer::load_alone_what_is_loading() {
   // The chunks are asked for now and start loading once these sequences are loaded: the minibatch waits
   // for them alone, not for the cores or the network the loads would take meanwhile.
   prefetch_ahead(0);
-  for (Alone& a : alone_) {
-    // (A minibatch that crosses the sweep's end may take from one chunk twice.)
-    std::sort(a.indices.begin(), a.indices.end());
-    a.indices.erase(std::unique(a.indices.begin(), a.indices.end()), a.indices.end());
-    if (!loader_.loading(a.chunk_id)) continue;  // loaded already
-    try {
-      a.chunk = deserializer_->load_sequences(a.chunk_id, a.indices);
-    } catch (const Error&) {
-      a.chunk = nullptr;  // the chunk's own load reports it
-    }
-    if (a.chunk) sequences_loaded_alone_ += a.indices.size();
-  }
+  sequences_loaded_alone_ +=
+      load_alone(*deserializer_, alone_, [this](uint32_t chunk_id) { return loader_.loading(chunk_id); });
 }
 
 }  // namespace cntkio::pipeline

@@ -16,6 +16,7 @@
 #include "cntkio/deserializer.hpp"
 #include "core/thread_pool.hpp"
 #include "pipeline/chunk_loader.hpp"
+#include "pipeline/randomizer_common.hpp"
 #include "pipeline/sequence_cleaner.hpp"
 #include "pipeline/sequence_enumerator.hpp"
 
@@ -66,13 +67,6 @@ class NoRandomizer : public SequenceEnumerator {
     SequenceKey key;
   };
 
-  // Sequences of a chunk still loading, loaded alone (Deserializer::load_sequences); null: not possible.
-  struct Alone {
-    uint32_t chunk_id;
-    std::vector<uint32_t> indices;  // in the chunk, increasing
-    ChunkPtr chunk;
-  };
-
   void enter_chunk(size_t chunk);
   void move_to_next_sequence();
   void load_alone_what_is_loading();
@@ -104,7 +98,7 @@ class NoRandomizer : public SequenceEnumerator {
   std::vector<Taken> taken_;
   std::vector<SequenceData> scratch_;
   bool load_alone_next_ = true;  // the next minibatch is the first from a new position
-  std::vector<Alone> alone_;
+  std::vector<AloneLoad> alone_;
   uint64_t sequences_loaded_alone_ = 0;
 };
 

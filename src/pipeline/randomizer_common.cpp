@@ -84,6 +84,23 @@ void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, u
   if (std::find(out.chunks.begin(), out.chunks.end(), chunk) == out.chunks.end()) out.chunks.push_back(chunk);
 }
 
+uint64_t load_alone(Deserializer& deserializer, std::vector<AloneLoad>& loads,
+                    const std::function<bool(uint32_t)>& still_loading) {
+  uint64_t loaded = 0;
+  for (AloneLoad& a : loads) {
+    std::sort(a.indices.begin(), a.indices.end());
+    a.indices.erase(std::unique(a.indices.begin(), a.indices.end()), a.indices.end());
+    if (!still_loading(a.chunk_id)) continue;  // loaded already, or finished meanwhile
+    try {
+      a.chunk = deserializer.load_sequences(a.chunk_id, a.indices);
+    } catch (const Error&) {
+      a.chunk = nullptr;  // the chunk's own load reports it
+    }
+    if (a.chunk) loaded += a.indices.size();
+  }
+  return loaded;
+}
+
 void check_chunk_listing(uint32_t chunk_id, size_t described_sequences, size_t described_samples,
                          const std::vector<SequenceInfo>& listed) {
   const std::string chunk = "Chunk " + std::to_string(chunk_id);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "cntkio/deserializer.hpp"
@@ -30,6 +31,20 @@ void check_budgets(size_t global_sample_count, size_t local_sample_count);
 /// Appends sequence `index_in_chunk` of `chunk` to `out`; `scratch` is reused between calls.
 void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
                      const SequenceKey& key, std::vector<SequenceData>& scratch);
+
+/// Sequences of a chunk that is still loading, to take alone (Deserializer::load_sequences) for a minibatch
+/// that should not wait for the whole chunk.
+struct AloneLoad {
+  uint32_t chunk_id;
+  std::vector<uint32_t> indices;  // in the chunk
+  ChunkPtr chunk;                 // null: not loaded alone (the chunk's own load reports why)
+};
+
+/// Loads the sequences of each of `loads` whose chunk `still_loading` says is: its indices are sorted and
+/// made unique first (a minibatch may take a sequence's index twice across a sweep's end). Returns how many
+/// sequences were loaded alone.
+uint64_t load_alone(Deserializer& deserializer, std::vector<AloneLoad>& loads,
+                    const std::function<bool(uint32_t)>& still_loading);
 
 /// Throws Error unless the sequences `listed` for chunk `chunk_id` agree with its description: as many
 /// sequences, each of at least one sample, adding up to its samples. (A deserializer whose chunk samples
