@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +79,20 @@ class GatedMock : public MockDeserializer {
   std::shared_future<void> gate_;
 };
 
+// The first minibatch of `mb` samples of `reader`, read while `gated`'s chunk loads are held; empty if it
+// did not come within 20 s (it waited for a chunk). The gate is open when this returns.
+std::optional<Sequences> first_minibatch_while_loads_wait(GatedMock& gated, SequenceEnumerator& reader,
+                                                          size_t mb) {
+  auto first = std::async(std::launch::async, [&] { return reader.get_next_sequences(mb, mb); });
+  const bool came = first.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  gated.open();  // whatever happened: no load may stay blocked
+  if (!came) {
+    first.wait();
+    return std::nullopt;
+  }
+  return first.get();
+}
+
 // Keys and values of a whole sweep read in minibatches of `mb` samples; every value must be its key.
 std::vector<uint64_t> read_sweep(BlockRandomizer& randomizer, size_t mb) {
   EpochConfiguration config;
@@ -107,11 +122,9 @@ TEST(SequenceLoads, AWindowsFirstMinibatchComesWhileItsChunksAreStillLoading) {
   config.minibatch_size_in_samples = 10;
   config.total_epoch_size_in_samples = randomizer.sweep_size();
   randomizer.start_epoch(config);
-  auto first = std::async(std::launch::async, [&] { return randomizer.get_next_sequences(10, 10); });
-  const bool came = first.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
-  gated->open();  // whatever happened: no load may stay blocked
-  ASSERT_TRUE(came) << "the first minibatch waited for the chunks";
-  const Sequences s = first.get();
+  std::optional<Sequences> first = first_minibatch_while_loads_wait(*gated, randomizer, 10);
+  ASSERT_TRUE(first) << "the first minibatch waited for the chunks";
+  const Sequences& s = *first;
   ASSERT_EQ(s.keys.size(), 5u);
   for (size_t k = 0; k < s.keys.size(); ++k) {
     EXPECT_EQ(static_cast<const float*>(s.data[0][k].values)[0], static_cast<float>(s.keys[k].sequence));
@@ -169,11 +182,9 @@ TEST(SequenceLoads, WithoutRandomizationTheFirstMinibatchComesWhileItsChunkIsSti
   auto pool = std::make_shared<core::ThreadPool>(2);
   NoRandomizer reader(gated, 0, pool);
   reader.start_epoch(sweep_config(reader.sweep_size(), 6));
-  auto first = std::async(std::launch::async, [&] { return reader.get_next_sequences(6, 6); });
-  const bool came = first.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
-  gated->open();  // whatever happened: no load may stay blocked
-  ASSERT_TRUE(came) << "the first minibatch waited for its chunk";
-  const Sequences s = first.get();
+  std::optional<Sequences> first = first_minibatch_while_loads_wait(*gated, reader, 6);
+  ASSERT_TRUE(first) << "the first minibatch waited for its chunk";
+  const Sequences& s = *first;
   ASSERT_EQ(s.keys.size(), 3u);
   for (size_t k = 0; k < s.keys.size(); ++k) {
     EXPECT_EQ(s.keys[k].sequence, k);
