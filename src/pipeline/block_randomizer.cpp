@@ -144,21 +144,34 @@ std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t loc
   result.chunk_ids.reserve(total);
   taken_chunks_.clear();
   alone_of_taken_.assign(taken_.size(), -1);
+  alone_.clear();
   if (load_alone_next_) load_alone_what_is_loading();
   load_alone_next_ = false;
-  for (size_t k = 0; k < taken_.size(); ++k) {
-    const RandomizedSequence& s = taken_[k];
-    const int32_t slot = alone_of_taken_[k];
-    taken_chunks_.push_back(slot >= 0 && alone_[slot].chunk ? alone_[slot].chunk
-                                                            : chunk_at(s.source_position));
-    taken_chunks_.back()->prefetch_sequence(s.index_in_chunk);
+  // Each chunk is looked up, and kept in `result`, once per minibatch: the loop over the sequences then
+  // holds no atomic reference counting, whose locked instructions would wait for each sequence's cache miss
+  // before the next could start (with the whole corpus as window, most of the time of a sweep of short
+  // sequences).
+  chunk_of_position_.resize(num_chunks_, nullptr);
+  for (const AloneLoad& a : alone_) {
+    if (a.chunk) keep_chunk(result, a.chunk);
   }
-  alone_.clear();
+  const auto forget_lookups = [this] {
+    for (size_t p : positions_looked_up_) chunk_of_position_[p] = nullptr;
+    positions_looked_up_.clear();
+  };
+  try {
+    take_chunks(result);
+  } catch (...) {
+    forget_lookups();  // a chunk that failed to load: the next load() looks every chunk up again
+    throw;
+  }
+  forget_lookups();
   for (size_t k = 0; k < taken_.size(); ++k) {
     const RandomizedSequence& s = taken_[k];
-    append_sequence(result, taken_chunks_[k], chunk_randomizer_.chunks()[s.source_position].chunk_id,
+    append_sequence(result, *taken_chunks_[k], chunk_randomizer_.chunks()[s.source_position].chunk_id,
                     s.index_in_chunk, s.key, scratch_);
   }
+  alone_.clear();
   taken_chunks_.clear();
   evict();
   loader_.flush();  // the next chunks load while these sequences are delivered
@@ -203,6 +216,29 @@ void BlockRandomizer::load_alone_what_is_loading() {
   for (const RandomizedSequence& s : taken_) alone_of_position_[s.source_position] = -2;
   sequences_loaded_alone_ +=
       load_alone(*deserializer_, alone_, [this](uint32_t chunk_id) { return loader_.loading(chunk_id); });
+}
+
+// The chunk of each taken sequence into taken_chunks_, each chunk looked up and kept in `result` once.
+void BlockRandomizer::take_chunks(Sequences& result) {
+  for (size_t k = 0; k < taken_.size(); ++k) {
+    const RandomizedSequence& s = taken_[k];
+    const int32_t slot = alone_of_taken_[k];
+    const Chunk* chunk;
+    if (slot >= 0 && alone_[slot].chunk) {
+      chunk = alone_[slot].chunk.get();
+    } else {
+      const Chunk*& known = chunk_of_position_[s.source_position];
+      if (known == nullptr) {
+        const ChunkPtr loaded = chunk_at(s.source_position);
+        keep_chunk(result, loaded);
+        known = loaded.get();
+        positions_looked_up_.push_back(s.source_position);
+      }
+      chunk = known;
+    }
+    taken_chunks_.push_back(chunk);
+    chunk->prefetch_sequence(s.index_in_chunk);
+  }
 }
 
 ChunkPtr BlockRandomizer::chunk_at(size_t source_position) {

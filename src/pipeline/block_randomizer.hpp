@@ -75,6 +75,7 @@ class BlockRandomizer : public SequenceEnumerator {
   std::pair<size_t, size_t> load(size_t global_budget, size_t local_budget, Sequences& result,
                                  bool at_least_one);
   ChunkPtr chunk_at(size_t source_position);
+  void take_chunks(Sequences& result);
   void load_alone_what_is_loading();
   void evict();
   bool chunks_outlive_sweep() const;
@@ -102,7 +103,10 @@ class BlockRandomizer : public SequenceEnumerator {
   DeliveredBefore delivered_;   // elastic resume: owner in the earlier run = source position mod its size
   size_t delivered_until_ = 0;  // the skip rule ends here (largest earlier position)
   std::vector<RandomizedSequence> taken_;
-  std::vector<ChunkPtr> taken_chunks_;  // the chunk of each of taken_ (load(): filled and emptied there)
+  // load(): the chunk of each of taken_, kept alive by `result`; filled and emptied there
+  std::vector<const Chunk*> taken_chunks_;
+  std::vector<const Chunk*> chunk_of_position_;  // per chunk position: looked up in this load(), or null
+  std::vector<size_t> positions_looked_up_;      // the positions set in chunk_of_position_
   std::vector<SequenceData> scratch_;
   // load(): the chunks of load_sequences, each with the chunk id and the indices asked for (ascending)
   std::vector<AloneLoad> alone_;

@@ -68,10 +68,10 @@ void check_budgets(size_t global_sample_count, size_t local_sample_count) {
   }
 }
 
-void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
+void append_sequence(Sequences& out, const Chunk& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
                      const SequenceKey& key, std::vector<SequenceData>& scratch) {
   scratch.clear();
-  chunk->get_sequence(index_in_chunk, scratch);
+  chunk.get_sequence(index_in_chunk, scratch);
   if (scratch.size() != out.data.size()) {
     throw Error("Chunk " + std::to_string(chunk_id) + " returned " + std::to_string(scratch.size()) +
                 " stream items for sequence " + std::to_string(index_in_chunk) +
@@ -81,7 +81,16 @@ void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, u
   for (size_t s = 0; s < scratch.size(); ++s) out.data[s].push_back(scratch[s]);
   out.keys.push_back(key);
   out.chunk_ids.push_back(chunk_id);
+}
+
+void keep_chunk(Sequences& out, const ChunkPtr& chunk) {
   if (std::find(out.chunks.begin(), out.chunks.end(), chunk) == out.chunks.end()) out.chunks.push_back(chunk);
+}
+
+void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
+                     const SequenceKey& key, std::vector<SequenceData>& scratch) {
+  append_sequence(out, *chunk, chunk_id, index_in_chunk, key, scratch);
+  keep_chunk(out, chunk);
 }
 
 uint64_t load_alone(Deserializer& deserializer, std::vector<AloneLoad>& loads,

@@ -28,9 +28,16 @@ void check_workers(const EpochConfiguration& config);
 /// Throws UsageError unless both budgets are at least 1.
 void check_budgets(size_t global_sample_count, size_t local_sample_count);
 
-/// Appends sequence `index_in_chunk` of `chunk` to `out`; `scratch` is reused between calls.
+/// Appends sequence `index_in_chunk` of `chunk` to `out`, and `chunk` to out.chunks unless it is there;
+/// `scratch` is reused between calls.
 void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
                      const SequenceKey& key, std::vector<SequenceData>& scratch);
+/// The same without touching out.chunks: the caller keeps the chunk there (keep_chunk), once per chunk
+/// rather than once per sequence.
+void append_sequence(Sequences& out, const Chunk& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
+                     const SequenceKey& key, std::vector<SequenceData>& scratch);
+/// Adds `chunk` to out.chunks unless it is there.
+void keep_chunk(Sequences& out, const ChunkPtr& chunk);
 
 /// Sequences of a chunk that is still loading, to take alone (Deserializer::load_sequences) for a minibatch
 /// that should not wait for the whole chunk.

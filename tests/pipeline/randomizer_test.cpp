@@ -258,6 +258,40 @@ TEST(BlockRandomizerVectors, AListingThatFailsLeavesTheWholeCorpusOrderForTheRet
   }
 }
 
+// A minibatch's sequences lie in several chunks, each looked up once per minibatch: a chunk whose load fails
+// part-way through those lookups leaves nothing behind, and the minibatch read again from the same position
+// (as the reader does after an error) has the data of the reader that never failed. Minibatches cross the
+// sweep's end, where the same positions hold other chunks, and the failing load is each of the second
+// sweep's first loads in turn.
+TEST(BlockRandomizerVectors, AMinibatchWhoseChunkFailsToLoadIsReadAgainWithTheSameData) {
+  auto intact = MockDeserializer::uniform(9, 7);
+  BlockRandomizer reference(intact, 4, false, 3, 0, nullptr);
+  reference.start_epoch(epoch_config(kRequestDataSize, 3, 0, true));
+  const std::vector<testing::Batch> expected = read_epoch(reference, *intact, 13, 13);
+  for (size_t failing_load = 10; failing_load < 18; ++failing_load) {
+    auto failing = std::make_shared<testing::FileMock>(9, 7, "");
+    size_t loads = 0;
+    failing->on_load = [&](uint32_t) {
+      if (++loads == failing_load) throw IoError("read failed", "mock", EIO);
+    };
+    BlockRandomizer r(failing, 4, false, 3, 0, nullptr);
+    r.start_epoch(epoch_config(kRequestDataSize, 3, 0, true));
+    std::vector<testing::Batch> got;
+    size_t failures = 0;
+    while ((got.empty() || !got.back().end_of_epoch) && got.size() <= expected.size()) {
+      const size_t position = r.current_sample_position();
+      try {
+        got.push_back(testing::to_batch(r.get_next_sequences(13, 13), *failing));
+      } catch (const IoError&) {
+        ++failures;
+        r.set_current_sample_position(position);
+      }
+    }
+    EXPECT_EQ(failures, 1u) << "load " << failing_load;
+    EXPECT_EQ(all_keys(got), all_keys(expected)) << "load " << failing_load;
+  }
+}
+
 TEST(BlockRandomizerVectors, FiveByTwoWindowOfFourSamples) {
   check_vector({5, 2, 4, true, 0, 1, {8, 9, 1, 0, 6, 7, 2, 3, 4, 5}});
 }
