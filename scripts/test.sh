@@ -70,7 +70,7 @@ if [ -n "${CI:-}" ] || [ "${CHECKS:-}" = "all" ]; then
   cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DCNTKIO_TSAN=ON >/dev/null
   cmake --build build-tsan -j "$(nproc)" --target cntkio_unit_tests
   TSAN_OPTIONS="$TSAN_OPTIONS:halt_on_error=1:second_deadlock_stack=1" build-tsan/tests/cntkio_unit_tests \
-    --gtest_filter='SourceThreads.*:SourceCheckpoint.*:SourceElasticResume.*:SourceReadAhead.*:*Randomizer*:Composite*.*:CtfParallelParse.*:CtfParallelIndex.*:ThreadPool*:ChunkLoader.*'
+    --gtest_filter='SourceThreads.*:GroupRead.*:SourceCheckpoint.*:SourceElasticResume.*:SourceReadAhead.*:*Randomizer*:Composite*.*:CtfParallelParse.*:CtfParallelIndex.*:ThreadPool*:ChunkLoader.*'
 
   echo "== libFuzzer smoke run"
   bash scripts/fuzz-smoke.sh

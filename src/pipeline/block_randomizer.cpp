@@ -80,8 +80,27 @@ Sequences BlockRandomizer::get_next_sequences(size_t global_sample_count, size_t
     local_sum += local;
   } while (allow_cross_ && !result.end_of_epoch && result.end_of_sweep && global_sample_count > global_sum &&
            local_sample_count > local_sum);
-  cleaner_.clean(result, *deserializer_);
+  if (!defer_fetch_) cleaner_.clean(result, *deserializer_);
   return result;
+}
+
+void BlockRandomizer::fetch(Sequences& sequences) const {
+  const size_t n = sequences.fetch_chunks.size();
+  if (n == 0) return;
+  if (sequences.fetch_indices.size() != n || sequences.keys.size() != n || sequences.chunk_ids.size() != n) {
+    throw Error("BlockRandomizer::fetch: the sequences to fetch do not match their keys.");
+  }
+  for (auto& stream : sequences.data) stream.reserve(stream.size() + n);
+  // Asked for all at once, the sequences' cache misses overlap.
+  for (size_t k = 0; k < n; ++k) sequences.fetch_chunks[k]->prefetch_sequence(sequences.fetch_indices[k]);
+  std::vector<SequenceData> scratch;
+  for (size_t k = 0; k < n; ++k) {
+    fetch_sequence(sequences, *sequences.fetch_chunks[k], sequences.chunk_ids[k], sequences.fetch_indices[k],
+                   scratch);
+  }
+  sequences.fetch_chunks.clear();
+  sequences.fetch_indices.clear();
+  SequenceCleaner::remove_invalid(sequences);
 }
 
 std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t local_budget, Sequences& result,
@@ -137,9 +156,13 @@ std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t loc
   result.end_of_epoch |= position_ + global >= end;
   position_ += global;
 
-  // The sequences lie anywhere in the loaded chunks: asked for all at once, their cache misses overlap.
   const size_t total = result.keys.size() + taken_.size();  // one allocation per vector, not one per doubling
-  for (auto& stream : result.data) stream.reserve(total);
+  if (!defer_fetch_) {
+    for (auto& stream : result.data) stream.reserve(total);
+  } else {
+    result.fetch_chunks.reserve(total);
+    result.fetch_indices.reserve(total);
+  }
   result.keys.reserve(total);
   result.chunk_ids.reserve(total);
   taken_chunks_.clear();
@@ -166,10 +189,21 @@ std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t loc
     throw;
   }
   forget_lookups();
-  for (size_t k = 0; k < taken_.size(); ++k) {
-    const RandomizedSequence& s = taken_[k];
-    append_sequence(result, *taken_chunks_[k], chunk_randomizer_.chunks()[s.source_position].chunk_id,
-                    s.index_in_chunk, s.key, scratch_);
+  if (defer_fetch_) {
+    for (size_t k = 0; k < taken_.size(); ++k) {
+      const RandomizedSequence& s = taken_[k];
+      result.fetch_chunks.push_back(taken_chunks_[k]);
+      result.fetch_indices.push_back(s.index_in_chunk);
+      result.keys.push_back(s.key);
+      result.chunk_ids.push_back(chunk_randomizer_.chunks()[s.source_position].chunk_id);
+    }
+  } else {
+    for (size_t k = 0; k < taken_.size(); ++k) taken_chunks_[k]->prefetch_sequence(taken_[k].index_in_chunk);
+    for (size_t k = 0; k < taken_.size(); ++k) {
+      const RandomizedSequence& s = taken_[k];
+      append_sequence(result, *taken_chunks_[k], chunk_randomizer_.chunks()[s.source_position].chunk_id,
+                      s.index_in_chunk, s.key, scratch_);
+    }
   }
   alone_.clear();
   taken_chunks_.clear();
@@ -237,7 +271,6 @@ void BlockRandomizer::take_chunks(Sequences& result) {
       chunk = known;
     }
     taken_chunks_.push_back(chunk);
-    chunk->prefetch_sequence(s.index_in_chunk);
   }
 }
 

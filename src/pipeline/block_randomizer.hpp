@@ -51,6 +51,14 @@ class BlockRandomizer : public SequenceEnumerator {
   size_t current_sample_position() const override { return position_; }
   void set_current_sample_position(size_t position) override;
   void skip_delivered(const DeliveredBefore& delivered) override;
+  bool defer_fetch(bool on) override {
+    defer_fetch_ = on;
+    return true;
+  }
+  void fetch(Sequences& sequences) const override;
+  void count_invalid(const Sequences& sequences) override {
+    cleaner_.count(sequences.invalid_removed, *deserializer_);
+  }
   std::string key_to_string(const SequenceKey& key) const override {
     return deserializer_->key_to_string(key);
   }
@@ -113,6 +121,7 @@ class BlockRandomizer : public SequenceEnumerator {
   std::vector<int32_t> alone_of_taken_;     // per taken_: its slot in alone_, or -1
   std::vector<int32_t> alone_of_position_;  // per chunk position: -2 not seen in this load, -1 none, or slot
   uint64_t sequences_loaded_alone_ = 0;
+  bool defer_fetch_ = false;     // get_next_sequences() leaves the data to fetch()
   bool load_alone_next_ = true;  // the next load() may load sequences alone (see load_alone_what_is_loading)
 };
 

@@ -6,6 +6,7 @@
 // assembles one.
 #include "pipeline/composed_source.hpp"
 
+#include <exception>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -31,9 +32,13 @@ class ComposedSource final : public MinibatchSource {
         describe_(std::move(parts.describe)),
         times_(std::move(parts.times)),
         more_stats_(std::move(parts.more_stats)),
+        pool_(std::move(parts.pool)),
         read_ahead_([this] { return read_one(); }, parts.settings.prefetch) {
     packer_->set_input_check(skips_.input_check());
     if (times_) read_ahead_.set_wait_counter(&times_->minibatch_wait_ns);
+    if (packer_->plans() && pool_ && pool_->size() > 0) {
+      read_ahead_.set_group_reader([this](size_t n) { return read_group(n); }, pool_->size() + 1);
+    }
   }
 
   ~ComposedSource() override { read_ahead_.discard(); }
@@ -202,6 +207,74 @@ class ComposedSource final : public MinibatchSource {
     return r;
   }
 
+  static constexpr size_t kSequencesToShare = 256;
+
+  // ReadAhead's group reader: read_one() `max_count` times, with the fetching and packing of the minibatches
+  // shared by this thread and the loader threads (those busy loading chunks join when they are done). What
+  // it gives, and where it leaves the enumerator, is what as many read_one() calls would have.
+  ReadAhead::Group read_group(size_t max_count) {
+    ReadAhead::Group group;
+    const StageTimer timer(times_ ? &times_->read_ns : nullptr);
+    std::vector<PlannedMinibatch> planned;
+    std::vector<EnumeratorState> after;
+    std::vector<PackerState> packer_after;
+    std::exception_ptr plan_failure;
+    planned.reserve(max_count);
+    while (planned.size() < max_count) {
+      try {
+        planned.push_back(packer_->plan());
+      } catch (...) {
+        plan_failure = checked_inputs(std::current_exception());
+        break;
+      }
+      after.push_back(enumerator_->state());
+      packer_after.push_back(packer_->state());
+      if (planned.back().sequences.end_of_epoch) break;
+    }
+    // Waking the loader threads costs tens of microseconds: a group with little to fetch is filled here.
+    size_t sequences = 0;
+    for (const PlannedMinibatch& p : planned) sequences += p.sequences.num_sequences();
+    const size_t helpers = sequences >= kSequencesToShare ? pool_->size() : 0;
+    core::run_parts(pool_.get(), helpers, planned.size(), [&](size_t k) { packer_->fill(planned[k]); });
+    for (size_t k = 0; k < planned.size(); ++k) {
+      ReadResult r;
+      try {
+        try {
+          r.minibatch = packer_->finish(planned[k]);
+        } catch (...) {
+          std::rethrow_exception(checked_inputs(std::current_exception()));
+        }
+        if (!r.minibatch.deferred_values) skips_.check_inputs_intact();
+      } catch (...) {
+        group.failure = std::current_exception();
+        // Reading on starts where it would after this minibatch's read alone: after its sequences.
+        if (k + 1 < planned.size() || plan_failure) enumerator_->restore(after[k]);
+        return group;
+      }
+      r.after = std::move(after[k]);
+      r.packer_after = std::move(packer_after[k]);
+      group.results.push_back(std::move(r));
+    }
+    group.failure = plan_failure;
+    return group;
+  }
+
+  // `failure` as read_one() lets it go: an Error after the inputs were checked (zeros read past the new end
+  // of a cut file are no format error: the check's IoError replaces it).
+  std::exception_ptr checked_inputs(std::exception_ptr failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const Error&) {
+      try {
+        skips_.check_inputs_intact();
+      } catch (...) {
+        return std::current_exception();
+      }
+    } catch (...) {
+    }
+    return failure;
+  }
+
   // The packer and enumerator are only ever used by one thread at a time: read_ahead_ waits for its batch
   // before the caller touches them.
   void schedule() {
@@ -217,6 +290,7 @@ class ComposedSource final : public MinibatchSource {
   std::function<std::vector<std::string>()> describe_;
   std::shared_ptr<StageTimes> times_;
   std::function<void(SourceStats&)> more_stats_;
+  std::shared_ptr<core::ThreadPool> pool_;
   ReadAhead read_ahead_;  // last: it stops reading before the rest goes
 };
 

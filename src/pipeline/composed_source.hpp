@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cntkio/minibatch_source.hpp"
+#include "core/thread_pool.hpp"
 #include "pipeline/packer.hpp"
 #include "pipeline/sequence_enumerator.hpp"
 #include "pipeline/skip_report.hpp"
@@ -33,6 +34,9 @@ struct SourceParts {
   std::function<std::vector<std::string>()> describe;  ///< MinibatchSource::describe
   std::shared_ptr<StageTimes> times;                   ///< where the stages add their times (may be null)
   std::function<void(SourceStats&)> more_stats;        ///< adds the loader threads' and the cache's figures
+  /// The loader threads: they also fetch and pack minibatches read ahead, where the packer plans (may be
+  /// null).
+  std::shared_ptr<core::ThreadPool> pool;
 };
 
 std::unique_ptr<MinibatchSource> make_composed_source(SourceParts parts);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -38,6 +39,15 @@ struct PackerState {
   friend bool operator==(const PackerState&, const PackerState&) = default;
 };
 
+/// A minibatch whose sequences a packer has chosen (Packer::plan) but not yet fetched and packed (fill,
+/// finish).
+struct PlannedMinibatch {
+  Sequences sequences;
+  Minibatch minibatch;               ///< fill()'s result
+  std::exception_ptr fetch_failure;  ///< fill(): fetching the sequences threw this
+  std::exception_ptr pack_failure;   ///< fill(): packing them threw this
+};
+
 class Packer {
  public:
   virtual ~Packer() = default;
@@ -46,6 +56,17 @@ class Packer {
   virtual void set_configuration(const EpochConfiguration& config) = 0;
   /// Reads the next minibatch from the enumerator. With no data: a Minibatch with no streams, flags set.
   virtual Minibatch read_minibatch() = 0;
+  /// Whether plan(), fill() and finish() may be used instead of read_minibatch(), to pack several
+  /// minibatches at once on several threads: plan() each in turn, fill() them on any threads at once, then
+  /// finish() each in plan order; what they give (minibatches, errors, states) is what read_minibatch()
+  /// gives. Packers that cannot (truncated BPTT, or an enumerator that cannot defer fetching) say false.
+  virtual bool plans() const { return false; }
+  /// The next minibatch's sequences, chosen: what has to happen in order. Throws as read_minibatch() does.
+  virtual PlannedMinibatch plan() { throw UsageError("This packer does not plan minibatches."); }
+  /// Fetches and packs `planned`: from any thread, for several plans at once. Keeps failures in `planned`.
+  virtual void fill(PlannedMinibatch& planned) { (void)planned; }
+  /// In plan order: the minibatch of `planned`, or what read_minibatch() would have thrown instead.
+  virtual Minibatch finish(PlannedMinibatch& planned) { return std::move(planned.minibatch); }
   /// Enough to rebuild what the packer holds (see PackerState); call between minibatches.
   virtual PackerState state() const { return {}; }
   /// After set_configuration() and with the enumerator restored to `state.replay_from`: pulls the recorded

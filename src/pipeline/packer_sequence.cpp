@@ -21,6 +21,7 @@ class SequencePacker : public Packer {
       : source_(std::move(source)), local_timeline_(local_timeline), frame_mode_(frame_mode) {
     if (!source_) throw UsageError("A packer needs a sequence enumerator.");
     packer_detail::check_stream_names(source_->streams());
+    plans_ = source_->defer_fetch(true);
   }
 
   void set_configuration(const EpochConfiguration& config) override {
@@ -35,19 +36,68 @@ class SequencePacker : public Packer {
   }
 
   Minibatch read_minibatch() override {
+    if (plans_) {
+      PlannedMinibatch planned = plan();
+      fill(planned);
+      return finish(planned);
+    }
     if (local_budget_ == 0) throw UsageError("read_minibatch() called before set_configuration().");
     Sequences sequences = source_->get_next_sequences(global_budget_, local_budget_);
     try {
       return pack(sequences);
     } catch (const FormatError& e) {
-      // The checks know a sequence by its key only: add the file and line it came from.
-      if (std::optional<FormatError> located = packer_detail::with_origin(e, sequences, *source_))
-        throw *located;
+      throw_located(e, sequences);
       throw;
     }
   }
 
+  bool plans() const override { return plans_; }
+
+  PlannedMinibatch plan() override {
+    if (local_budget_ == 0) throw UsageError("read_minibatch() called before set_configuration().");
+    PlannedMinibatch planned;
+    planned.sequences = source_->get_next_sequences(global_budget_, local_budget_);
+    return planned;
+  }
+
+  void fill(PlannedMinibatch& planned) override {
+    try {
+      source_->fetch(planned.sequences);
+    } catch (...) {
+      planned.fetch_failure = std::current_exception();
+      return;
+    }
+    try {
+      planned.minibatch = pack(planned.sequences);
+    } catch (...) {
+      planned.pack_failure = std::current_exception();
+    }
+  }
+
+  Minibatch finish(PlannedMinibatch& planned) override {
+    // In the order read_minibatch() meets them: the fetch's failure, too many invalid sequences, the pack's.
+    if (planned.fetch_failure) std::rethrow_exception(planned.fetch_failure);
+    source_->count_invalid(planned.sequences);
+    if (planned.pack_failure) {
+      try {
+        std::rethrow_exception(planned.pack_failure);
+      } catch (const FormatError& e) {
+        throw_located(e, planned.sequences);
+        throw;
+      }
+    }
+    return std::move(planned.minibatch);
+  }
+
  private:
+  // The checks know a sequence by its key only: throws `error` with the file and line it came from, where
+  // the enumerator knows them.
+  void throw_located(const FormatError& error, const Sequences& sequences) const {
+    if (std::optional<FormatError> located = packer_detail::with_origin(error, sequences, *source_)) {
+      throw *located;
+    }
+  }
+
   Minibatch pack(Sequences& sequences) {
     Minibatch result;
     result.end_of_sweep = sequences.end_of_sweep;
@@ -155,6 +205,7 @@ class SequencePacker : public Packer {
   std::shared_ptr<SequenceEnumerator> source_;
   bool local_timeline_;
   bool frame_mode_;
+  bool plans_ = false;  // the enumerator defers fetching: plan(), fill(), finish()
   size_t global_budget_ = 0;
   size_t local_budget_ = 0;  // 0 until configured
 };

@@ -70,6 +70,13 @@ void check_budgets(size_t global_sample_count, size_t local_sample_count) {
 
 void append_sequence(Sequences& out, const Chunk& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
                      const SequenceKey& key, std::vector<SequenceData>& scratch) {
+  fetch_sequence(out, chunk, chunk_id, index_in_chunk, scratch);
+  out.keys.push_back(key);
+  out.chunk_ids.push_back(chunk_id);
+}
+
+void fetch_sequence(Sequences& out, const Chunk& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
+                    std::vector<SequenceData>& scratch) {
   scratch.clear();
   chunk.get_sequence(index_in_chunk, scratch);
   if (scratch.size() != out.data.size()) {
@@ -79,8 +86,6 @@ void append_sequence(Sequences& out, const Chunk& chunk, uint32_t chunk_id, uint
                 " streams; the deserializer is inconsistent.");
   }
   for (size_t s = 0; s < scratch.size(); ++s) out.data[s].push_back(scratch[s]);
-  out.keys.push_back(key);
-  out.chunk_ids.push_back(chunk_id);
 }
 
 void keep_chunk(Sequences& out, const ChunkPtr& chunk) {

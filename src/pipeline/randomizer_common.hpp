@@ -36,6 +36,9 @@ void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, u
 /// rather than once per sequence.
 void append_sequence(Sequences& out, const Chunk& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
                      const SequenceKey& key, std::vector<SequenceData>& scratch);
+/// The data of sequence `index_in_chunk` of `chunk`, appended to out.data (keys and chunk ids are there).
+void fetch_sequence(Sequences& out, const Chunk& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
+                    std::vector<SequenceData>& scratch);
 /// Adds `chunk` to out.chunks unless it is there.
 void keep_chunk(Sequences& out, const ChunkPtr& chunk);
 

@@ -76,14 +76,42 @@ ReadAhead::Batch ReadAhead::read_batch(size_t max_batch) {
   Batch batch;
   const auto start = std::chrono::steady_clock::now();
   size_t bytes = 0;
+  size_t last_bytes = 0;  // of the last minibatch read
   try {
     do {
-      batch.results.push_back(read_());
-      if (batch.results.back().minibatch.end_of_epoch) {
-        batch.epoch_end = true;
+      // Small minibatches go many to a group (as many as the batch's bytes allow), for the group's threads
+      // to have more to share than it costs to wake them; large ones a few (group_size_, kGroupBytes).
+      size_t group = 1;
+      if (read_group_) {
+        group = group_size_;
+        if (last_bytes > 0) {
+          group = std::max(group, limits_.batch_bytes / last_bytes);
+          group = std::min(group, std::max<size_t>(1, kGroupBytes / last_bytes));
+        }
+        group = std::min(group, max_batch - batch.results.size());
+      }
+      if (group <= 1) {
+        batch.results.push_back(read_());
+        if (batch.results.back().minibatch.end_of_epoch) {
+          batch.epoch_end = true;
+          break;
+        }
+        last_bytes = minibatch_data_bytes(batch.results.back().minibatch);
+        bytes += last_bytes;
+        continue;
+      }
+      Group read = read_group_(group);
+      for (ReadResult& r : read.results) {
+        batch.epoch_end = batch.epoch_end || r.minibatch.end_of_epoch;
+        last_bytes = minibatch_data_bytes(r.minibatch);
+        bytes += last_bytes;
+        batch.results.push_back(std::move(r));
+      }
+      if (read.failure) {
+        batch.failure = read.failure;
         break;
       }
-      bytes += minibatch_data_bytes(batch.results.back().minibatch);
+      if (batch.epoch_end) break;
     } while (batch.results.size() < max_batch && bytes < limits_.batch_bytes &&
              std::chrono::steady_clock::now() - start < limits_.batch_time);
   } catch (...) {

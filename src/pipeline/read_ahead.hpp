@@ -5,10 +5,12 @@
 // Handing one minibatch from thread to thread costs two wake-ups (tens of microseconds in a VM), as much as
 // packing a small minibatch, so the thread reads a batch in one go: until it has read `batch_bytes` of
 // minibatch data, worked `batch_time` or read `max_batch` minibatches, and it stops at the end of the epoch
-// or an error. Large minibatches thus still go one at a time (one ahead, as CNTK's prefetch), and reading
-// ahead never holds much more memory than that. The first batch from a new position (the reader's start,
-// an epoch's, a restore) holds one minibatch: the caller waits for it, and the one after it may wait for
-// whole chunks that the first did not need (a first minibatch of sequences loaded alone).
+// or an error. Without a group reader large minibatches thus go one at a time (one ahead, as CNTK's
+// prefetch). With one (set_group_reader) a batch reads its minibatches a group at a time, each group fetched
+// and packed on several threads at once: small minibatches as many as the batch's bytes allow, large ones one
+// per thread, within kGroupBytes. The first batch from a new position (the reader's start, an epoch's, a
+// restore) holds one minibatch: the caller waits for it, and the one after it may wait for whole chunks that
+// the first did not need (a first minibatch of sequences loaded alone).
 //
 // Thread-safety: one caller thread. The read function runs on the read-ahead thread while a batch is pending
 // and on the caller's when nothing was read ahead; what it touches must be left alone by the caller until
@@ -51,6 +53,12 @@ size_t minibatch_data_bytes(const Minibatch& minibatch);
 class ReadAhead {
  public:
   using ReadFunction = std::function<ReadResult()>;
+  /// Several minibatches read at once (on several threads): the results read before a failure, and it.
+  struct Group {
+    std::vector<ReadResult> results;
+    std::exception_ptr failure;
+  };
+  using GroupFunction = std::function<Group(size_t max_count)>;
 
   /// `read` reads one minibatch. Disabled, next() reads on the caller's thread and nothing runs ahead.
   explicit ReadAhead(ReadFunction read, bool enabled = true, ReadAheadLimits limits = {});
@@ -67,6 +75,14 @@ class ReadAhead {
   /// Waits for the batch being read and drops everything read ahead (the caller repositions before reading
   /// again).
   void discard();
+  /// Batches read their minibatches through `read_group`, up to `group_size` at a time (and, once their
+  /// size is known, no more than kGroupBytes of them), instead of one by one; the first minibatch from a new
+  /// position is still read alone. Call before reading.
+  void set_group_reader(GroupFunction read_group, size_t group_size) {
+    read_group_ = std::move(read_group);
+    group_size_ = group_size;
+  }
+  static constexpr size_t kGroupBytes = 16 << 20;
   /// next() adds the time it waits for a batch being read ahead to `counter` (null: none).
   void set_wait_counter(std::atomic<uint64_t>* counter) { wait_counter_ = counter; }
 
@@ -96,6 +112,8 @@ class ReadAhead {
   Batch read_batch(size_t max_batch);
 
   ReadFunction read_;
+  GroupFunction read_group_;
+  size_t group_size_ = 1;
   bool enabled_;
   ReadAheadLimits limits_;
   size_t holds_ = 0;

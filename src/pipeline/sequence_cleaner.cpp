@@ -7,16 +7,19 @@
 namespace cntkio::pipeline {
 
 void SequenceCleaner::clean(Sequences& sequences, const Deserializer& names) {
+  remove_invalid(sequences);
+  count(sequences.invalid_removed, names);
+  sequences.invalid_removed.clear();
+}
+
+void SequenceCleaner::remove_invalid(Sequences& sequences) {
   const size_t n = sequences.num_sequences();
   size_t kept = 0;
   for (size_t i = 0; i < n; ++i) {
     bool valid = true;
     for (const auto& stream : sequences.data) valid = valid && stream[i].valid;
     if (!valid) {
-      last_removed_ = sequences.keys[i];
-      last_key_ = names.key_to_string(sequences.keys[i]);
-      std::lock_guard<std::mutex> lock(keys_mutex_);
-      if (first_keys_.size() < kKeysKept) first_keys_.push_back(last_key_);
+      sequences.invalid_removed.push_back(sequences.keys[i]);
       continue;
     }
     if (kept != i) {
@@ -30,8 +33,17 @@ void SequenceCleaner::clean(Sequences& sequences, const Deserializer& names) {
     for (auto& stream : sequences.data) stream.resize(kept);
     sequences.keys.resize(kept);
     sequences.chunk_ids.resize(kept);
-    removed_ += n - kept;
   }
+}
+
+void SequenceCleaner::count(const std::vector<SequenceKey>& removed, const Deserializer& names) {
+  for (const SequenceKey& key : removed) {
+    last_removed_ = key;
+    last_key_ = names.key_to_string(key);
+    std::lock_guard<std::mutex> lock(keys_mutex_);
+    if (first_keys_.size() < kKeysKept) first_keys_.push_back(last_key_);
+  }
+  removed_ += removed.size();
   // CNTK checks only batches that keep some data, so sequences dropped at the end of a sweep, or from a
   // file whose sequences are all invalid, vanish with a warning. cntkio checks every batch
   // (docs/differences-from-cntk.md).

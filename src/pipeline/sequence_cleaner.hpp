@@ -27,6 +27,11 @@ class SequenceCleaner {
   /// the keys' text and locations. Throws FormatError (naming the last sequence removed) if more than the
   /// maximum have been removed so far.
   void clean(Sequences& sequences, const Deserializer& names);
+  /// clean() in two steps, for sequences fetched on other threads (SequenceEnumerator::defer_fetch):
+  /// remove_invalid() removes them, recording their keys in sequences.invalid_removed (any thread, no
+  /// state); count() then counts them, in delivery order, and throws as clean() does.
+  static void remove_invalid(Sequences& sequences);
+  void count(const std::vector<SequenceKey>& removed, const Deserializer& names);
 
   /// Number of sequences removed so far (may be read from another thread).
   size_t removed() const { return removed_.load(std::memory_order_relaxed); }

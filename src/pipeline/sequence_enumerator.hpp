@@ -39,6 +39,12 @@ struct Sequences {
   std::vector<SequenceKey> keys;                ///< key of each delivered sequence
   std::vector<uint32_t> chunk_ids;              ///< original chunk id of each delivered sequence
   std::vector<ChunkPtr> chunks;                 ///< keeps the data alive
+  /// From an enumerator that defers fetching (SequenceEnumerator::defer_fetch): `data` is still empty and
+  /// sequence i is sequence fetch_indices[i] of *fetch_chunks[i] (held by `chunks`) until fetch() fills it.
+  std::vector<const Chunk*> fetch_chunks;
+  std::vector<uint32_t> fetch_indices;
+  /// fetch(): the invalid sequences it removed, for count_invalid().
+  std::vector<SequenceKey> invalid_removed;
   bool end_of_sweep = false;
   bool end_of_epoch = false;
   size_t num_sequences() const { return keys.size(); }
@@ -92,6 +98,22 @@ class SequenceEnumerator {
   }
   /// Skips sequences that an earlier run's workers delivered (elastic resume); see DeliveredBefore.
   virtual void skip_delivered(const DeliveredBefore& delivered) = 0;
+  /// Deferred fetching, for a packer that packs several minibatches at once on several threads: with it on,
+  /// get_next_sequences() chooses the sequences (keys, chunks, budgets, positions: everything that must
+  /// happen in order) but leaves their data to fetch(), which may run on any thread, for several results at
+  /// once, and count_invalid(), which must then be called for each result in the order they were delivered.
+  /// Returns whether the enumerator defers (false, changing nothing, where it cannot).
+  virtual bool defer_fetch(bool on) {
+    (void)on;
+    return false;
+  }
+  /// Fills the data of a result of get_next_sequences() made while deferring, and removes its invalid
+  /// sequences (into sequences.invalid_removed). Throws what fetching them in get_next_sequences() would
+  /// have thrown (a malformed record).
+  virtual void fetch(Sequences& sequences) const { (void)sequences; }
+  /// Counts the invalid sequences that fetch() removed from a result; throws FormatError, as
+  /// get_next_sequences() would have, once there are more than the reader tolerates.
+  virtual void count_invalid(const Sequences& sequences) { (void)sequences; }
   /// Text form of a key (delegates to the deserializer).
   virtual std::string key_to_string(const SequenceKey& key) const = 0;
   /// Where the sequence with `key` is in the input (Deserializer::sequence_location), for errors.

@@ -136,6 +136,7 @@ std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given
   auto pool =
       parts.settings.threads > 0 ? std::make_shared<core::ThreadPool>(parts.settings.threads) : nullptr;
   parts.times = times;
+  parts.pool = pool;
   parts.more_stats = [pool, cache](SourceStats& stats) {
     if (pool) stats.loader_busy_s = pool->busy_seconds();
     if (cache) stats.chunk_cache = cache->stats();

@@ -31,6 +31,9 @@ class TimedEnumerator final : public SequenceEnumerator {
     inner_->reposition_transforms(draws);
   }
   void skip_delivered(const DeliveredBefore& delivered) override { inner_->skip_delivered(delivered); }
+  bool defer_fetch(bool on) override { return inner_->defer_fetch(on); }
+  void fetch(Sequences& sequences) const override { inner_->fetch(sequences); }
+  void count_invalid(const Sequences& sequences) override { inner_->count_invalid(sequences); }
   std::string key_to_string(const SequenceKey& key) const override { return inner_->key_to_string(key); }
   SourceLocation sequence_location(const SequenceKey& key) const override {
     return inner_->sequence_location(key);
