@@ -81,12 +81,17 @@ ReaderState merge_reader_states(const std::vector<ReaderState>& states);
 /// Times are seconds summed since the reader was created; stages that run on several threads at once (chunk
 /// loads) sum their threads' times, so they can exceed the wall time.
 struct SourceStats {
-  double index_s = 0;           ///< creating the reader: opening and indexing the data, setting up the stages
-  double load_s = 0;            ///< loading (parsing) chunks, summed over the threads that loaded them
-  double randomize_s = 0;       ///< taking the next sequences from the loaded chunks (randomizer, transforms)
-  double pack_s = 0;            ///< packing sequences into minibatches
-  double chunk_wait_s = 0;      ///< the reading thread waiting for chunks still being loaded
-  double minibatch_wait_s = 0;  ///< the caller waiting for minibatches being read ahead
+  double index_s = 0;  ///< creating the reader: opening and indexing the data, setting up the stages
+  double load_s = 0;   ///< loading (parsing) chunks, summed over the threads that loaded them
+  /// Choosing the next sequences from the loaded chunks (randomizer, transforms) and fetching their data,
+  /// except where pack_s has the fetching.
+  double randomize_s = 0;
+  /// Packing sequences into minibatches. With block randomization, sequence or frame packing and no
+  /// transforms, the packer fetches the sequences' data too (for the minibatches read ahead, a group at a time
+  /// on the loader threads: then a group counts its wall time, not the sum over its threads).
+  double pack_s = 0;
+  double chunk_wait_s = 0;            ///< the reading thread waiting for chunks still being loaded
+  double minibatch_wait_s = 0;        ///< the caller waiting for minibatches being read ahead
   std::vector<double> loader_busy_s;  ///< per chunk-loading thread: the time it ran tasks
 
   /// The cache of decoded chunks (SourceOptions::chunk_cache_bytes); all 0 when it is off.
