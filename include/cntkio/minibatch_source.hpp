@@ -87,8 +87,8 @@ struct SourceStats {
   /// except where pack_s has the fetching.
   double randomize_s = 0;
   /// Packing sequences into minibatches. With block randomization, sequence or frame packing and no
-  /// transforms, the packer fetches the sequences' data too (for the minibatches read ahead, a group at a time
-  /// on the loader threads: then a group counts its wall time, not the sum over its threads).
+  /// transforms, the packer fetches the sequences' data too (for the minibatches read ahead, a group at a
+  /// time on the loader threads: then a group counts its wall time, not the sum over its threads).
   double pack_s = 0;
   double chunk_wait_s = 0;            ///< the reading thread waiting for chunks still being loaded
   double minibatch_wait_s = 0;        ///< the caller waiting for minibatches being read ahead
