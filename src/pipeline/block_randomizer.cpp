@@ -93,7 +93,7 @@ void BlockRandomizer::fetch(Sequences& sequences) const {
   for (auto& stream : sequences.data) stream.reserve(stream.size() + n);
   // Asked for all at once, the sequences' cache misses overlap.
   for (size_t k = 0; k < n; ++k) sequences.fetch_chunks[k]->prefetch_sequence(sequences.fetch_indices[k]);
-  std::vector<SequenceData> scratch;
+  thread_local std::vector<SequenceData> scratch;  // fetch() runs on several threads at once
   for (size_t k = 0; k < n; ++k) {
     fetch_sequence(sequences, *sequences.fetch_chunks[k], sequences.chunk_ids[k], sequences.fetch_indices[k],
                    scratch);

@@ -118,7 +118,11 @@ size_t local_minibatch_size(size_t minibatch_size, size_t num_workers, size_t wo
 /// CNTK's MBLayout::InitAsPackedSequences: width = longest length, sequence i goes to the first row with room
 /// (else a new row), entries in sequence order, then one gap per row that is not full. Lengths must be >= 1.
 Layout make_packed_layout(const std::vector<size_t>& lengths);
+/// The same, written into `layout`, whose buffer is reused.
+void make_packed_layout_into(const std::vector<size_t>& lengths, Layout& layout);
 /// CNTK's MBLayout::InitAsFrameMode: n rows x 1 step, sequence i at row i.
 Layout make_frame_layout(size_t n);
+/// The same, written into `layout`, whose buffer is reused.
+void make_frame_layout_into(size_t n, Layout& layout);
 
 }  // namespace cntkio::pipeline

@@ -17,9 +17,16 @@ size_t local_minibatch_size(size_t minibatch_size, size_t num_workers, size_t wo
 
 Layout make_packed_layout(const std::vector<size_t>& lengths) {
   Layout layout;
+  make_packed_layout_into(lengths, layout);
+  return layout;
+}
+
+void make_packed_layout_into(const std::vector<size_t>& lengths, Layout& layout) {
   const size_t width = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
-  std::vector<size_t> used;  // used[s]: time steps taken in row s
-  size_t first_open = 0;     // rows before it are full (every length is >= 1, so they stay full)
+  thread_local std::vector<size_t> used;  // used[s]: time steps taken in row s
+  used.clear();
+  size_t first_open = 0;  // rows before it are full (every length is >= 1, so they stay full)
+  layout.entries.clear();
   layout.entries.reserve(lengths.size() + 1);
   for (size_t i = 0; i < lengths.size(); ++i) {
     if (lengths[i] == 0) throw UsageError("Sequences must be at least one frame long.");
@@ -39,16 +46,20 @@ Layout make_packed_layout(const std::vector<size_t>& lengths) {
   }
   layout.num_parallel = used.size();
   layout.num_time_steps = width;
-  return layout;
 }
 
 Layout make_frame_layout(size_t n) {
   Layout layout;
+  make_frame_layout_into(n, layout);
+  return layout;
+}
+
+void make_frame_layout_into(size_t n, Layout& layout) {
   layout.num_parallel = n;
   layout.num_time_steps = n == 0 ? 0 : 1;
+  layout.entries.clear();
   layout.entries.reserve(n);
   for (size_t i = 0; i < n; ++i) layout.entries.push_back({i, i, 0, 1, false});
-  return layout;
 }
 
 namespace packer_detail {

@@ -114,7 +114,8 @@ class SequencePacker : public Packer {
 
     result.streams.resize(streams.size());
     size_t deferred_bytes = 0;
-    std::vector<size_t> lengths(sequences.num_sequences());
+    thread_local std::vector<size_t> lengths;  // pack() runs on several threads at once (fill)
+    lengths.resize(sequences.num_sequences());
     for (size_t i = 0; i < streams.size(); ++i) {
       const StreamInfo& stream = streams[i];
       const auto& data = sequences.data[i];
@@ -131,7 +132,11 @@ class SequencePacker : public Packer {
       }
       StreamBatch& out = result.streams[i];
       out.info = stream;
-      out.layout = frame_mode_ ? make_frame_layout(data.size()) : make_packed_layout(lengths);
+      if (frame_mode_) {
+        make_frame_layout_into(data.size(), out.layout);
+      } else {
+        make_packed_layout_into(lengths, out.layout);
+      }
       if (stream.storage == StorageFormat::kDense) {
         out.info.sample_shape = packer_detail::batch_sample_shape(stream, data, result.keys);
         if (defer) {
