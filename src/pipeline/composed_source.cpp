@@ -6,6 +6,7 @@
 // assembles one.
 #include "pipeline/composed_source.hpp"
 
+#include <atomic>
 #include <exception>
 #include <optional>
 #include <utility>
@@ -98,7 +99,11 @@ class ComposedSource final : public MinibatchSource {
     return describe_ ? describe_() : std::vector<std::string>{};
   }
 
-  bool defer_values(bool on) override { return packer_->defer_values(on); }
+  bool defer_values(bool on) override {
+    const bool deferred = packer_->defer_values(on);
+    if (deferred) values_deferred_.store(on, std::memory_order_relaxed);
+    return deferred;
+  }
 
   SourceStats stats() const override {
     SourceStats stats;
@@ -234,7 +239,8 @@ class ComposedSource final : public MinibatchSource {
     // Waking the loader threads costs tens of microseconds: a group with little to fetch is filled here.
     size_t sequences = 0;
     for (const PlannedMinibatch& p : planned) sequences += p.sequences.num_sequences();
-    const size_t helpers = sequences >= kSequencesToShare ? pool_->size() : 0;
+    const bool share = sequences >= kSequencesToShare && !values_deferred_.load(std::memory_order_relaxed);
+    const size_t helpers = share ? pool_->size() : 0;
     core::run_parts(pool_.get(), helpers, planned.size(), [&](size_t k) { packer_->fill(planned[k]); });
     for (size_t k = 0; k < planned.size(); ++k) {
       ReadResult r;
@@ -291,6 +297,7 @@ class ComposedSource final : public MinibatchSource {
   std::shared_ptr<StageTimes> times_;
   std::function<void(SourceStats&)> more_stats_;
   std::shared_ptr<core::ThreadPool> pool_;
+  std::atomic<bool> values_deferred_{false};
   ReadAhead read_ahead_;  // last: it stops reading before the rest goes
 };
 
