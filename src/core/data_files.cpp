@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -76,7 +77,7 @@ class JoinedFiles final : public Deserializer {
   std::optional<SequenceInfo> sequence_info_by_key(const SequenceKey& key) const override {
     std::optional<SequenceInfo> found;
     size_t found_in = 0;
-    for (size_t p = 0; p < parts_.size(); ++p) {
+    for (const uint32_t p : parts_spanning(key.sequence)) {
       std::optional<SequenceInfo> info = parts_[p]->sequence_info_by_key(key);
       if (!info) continue;
       if (found) {
@@ -124,8 +125,8 @@ class JoinedFiles final : public Deserializer {
   std::string key_to_string(const SequenceKey& key) const override { return parts_[0]->key_to_string(key); }
 
   SourceLocation sequence_location(const SequenceKey& key) const override {
-    for (const auto& part : parts_) {
-      if (part->sequence_info_by_key(key)) return part->sequence_location(key);
+    for (const uint32_t p : parts_spanning(key.sequence)) {
+      if (parts_[p]->sequence_info_by_key(key)) return parts_[p]->sequence_location(key);
     }
     return {};
   }
@@ -189,6 +190,58 @@ class JoinedFiles final : public Deserializer {
     }
   }
 
+  // A composite reader looks every sequence of its primary deserializer up by key in the others: asking each
+  // file of a corpus made that O(files) per sequence (256 shards, 200k sequences: 3.3 s to build the reader
+  // instead of 0.05 s). Each file's keys span [first, last]; a look-up asks only the files whose span holds
+  // the key, in file order (so the error for a key held twice names the same two files as before). Shards
+  // usually hold disjoint runs of keys: one file asked. Spans that overlap (string keys numbered as files
+  // were opened, hashed keys) only cost the look-ups the old way did.
+  struct KeySpan {
+    uint64_t first = 0;
+    uint64_t last = 0;
+    uint32_t part = 0;
+  };
+
+  std::vector<uint32_t> parts_spanning(uint64_t key) const {
+    std::call_once(spans_once_, [this] { find_key_spans(); });
+    std::vector<uint32_t> out;
+    // Spans by first key; reach_[i] is the largest last key of spans 0..i, so the walk back from the last
+    // span starting at or before `key` stops at the first one that cannot reach it.
+    auto it = std::upper_bound(spans_.begin(), spans_.end(), key,
+                               [](uint64_t k, const KeySpan& span) { return k < span.first; });
+    for (size_t i = static_cast<size_t>(it - spans_.begin()); i-- > 0 && reach_[i] >= key;) {
+      if (spans_[i].last >= key) out.push_back(spans_[i].part);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  void find_key_spans() const {
+    std::vector<SequenceInfo> infos;
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      KeySpan span;
+      span.part = static_cast<uint32_t>(p);
+      bool any = false;
+      for (const ChunkInfo& chunk : parts_[p]->chunk_infos()) {
+        infos.clear();
+        parts_[p]->sequence_infos_for_chunk(chunk.id, infos);
+        for (const SequenceInfo& info : infos) {
+          span.first = any ? std::min(span.first, info.key.sequence) : info.key.sequence;
+          span.last = any ? std::max(span.last, info.key.sequence) : info.key.sequence;
+          any = true;
+        }
+      }
+      if (any) spans_.push_back(span);
+    }
+    std::sort(spans_.begin(), spans_.end(), [](const KeySpan& a, const KeySpan& b) {
+      return a.first != b.first ? a.first < b.first : a.part < b.part;
+    });
+    reach_.resize(spans_.size());
+    for (size_t i = 0; i < spans_.size(); ++i) {
+      reach_[i] = i == 0 ? spans_[i].last : std::max(reach_[i - 1], spans_[i].last);
+    }
+  }
+
   // Which files' chunks were held since the last check_inputs_intact(); shared with the chunks handed out,
   // which may outlive this object.
   struct PartUse {
@@ -206,6 +259,9 @@ class JoinedFiles final : public Deserializer {
   std::vector<ChunkInfo> chunks_;        // all chunks, ids renumbered 0, 1, ...
   std::vector<uint32_t> part_of_chunk_;  // per chunk: the file it comes from
   std::vector<uint32_t> first_chunk_;    // per file: the id of its first chunk
+  mutable std::once_flag spans_once_;    // key spans, found at the first look-up by key
+  mutable std::vector<KeySpan> spans_;   // files holding sequences, by first key
+  mutable std::vector<uint64_t> reach_;  // per span: the largest last key up to it
 };
 
 }  // namespace

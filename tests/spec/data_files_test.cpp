@@ -79,3 +79,101 @@ TEST(DataFiles, OpeningManyFilesAtOnceKeepsTheirOrderAndReportsTheFirstFailingFi
     EXPECT_NE(std::string(e.what()).find("missing3.ctf"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+
+// Forwards to a file's deserializer, counting its look-ups by key.
+class CountedLookups final : public Deserializer {
+ public:
+  explicit CountedLookups(std::shared_ptr<Deserializer> inner) : inner_(std::move(inner)) {}
+  const std::vector<StreamInfo>& streams() const override { return inner_->streams(); }
+  std::vector<ChunkInfo> chunk_infos() const override { return inner_->chunk_infos(); }
+  void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
+    inner_->sequence_infos_for_chunk(chunk_id, out);
+  }
+  std::optional<SequenceInfo> sequence_info_by_key(const SequenceKey& key) const override {
+    ++lookups;
+    return inner_->sequence_info_by_key(key);
+  }
+  SourceLocation sequence_location(const SequenceKey& key) const override {
+    return inner_->sequence_location(key);
+  }
+  ChunkPtr load_chunk(uint32_t chunk_id) override { return inner_->load_chunk(chunk_id); }
+  mutable size_t lookups = 0;
+
+ private:
+  std::shared_ptr<Deserializer> inner_;
+};
+
+std::string ctf_lines(const std::vector<int>& keys) {
+  std::string text;
+  for (int k : keys) text += std::to_string(k) + " |x " + std::to_string(k) + "\n";
+  return text;
+}
+
+}  // namespace
+
+TEST(DataFiles, ALookUpByKeyAsksOnlyTheFilesWhoseKeysSpanItAndStillFindsAKeyHeldTwice) {
+  TempDir dir("files");
+  std::vector<int> evens, odds, high;
+  for (int k = 0; k <= 18; k += 2) evens.push_back(k);  // spans 0..18
+  for (int k = 1; k <= 5; k += 2) odds.push_back(k);    // spans 1..5, inside the first file's span
+  for (int k = 20; k < 30; ++k) high.push_back(k);      // spans 20..29
+  const std::vector<std::string> files = {dir.write("evens.ctf", ctf_lines(evens)),
+                                          dir.write("odds.ctf", ctf_lines(odds)),
+                                          dir.write("high.ctf", ctf_lines(high))};
+  auto open = [&](const std::vector<std::string>& names) {
+    std::vector<std::shared_ptr<Deserializer>> parts;
+    std::vector<std::shared_ptr<CountedLookups>> counted;
+    for (const std::string& name : names) {
+      CtfOptions one;
+      one.file = name;
+      one.streams = {CtfStreamOptions{"x", "x", 1, StorageFormat::kDense, false}};
+      counted.push_back(std::make_shared<CountedLookups>(make_ctf_deserializer(one)));
+      parts.push_back(counted.back());
+    }
+    return std::make_pair(core::join_data_files(parts, names), counted);
+  };
+  auto [joined, counted] = open(files);
+  auto lookups = [&counted = counted] {
+    std::vector<size_t> n;
+    for (const auto& c : counted) n.push_back(c->lookups);
+    for (const auto& c : counted) c->lookups = 0;
+    return n;
+  };
+  // Each file is one chunk: the joined chunk ids are 0, 1, 2.
+  std::optional<SequenceInfo> info = joined->sequence_info_by_key(SequenceKey{25, 0});
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->chunk_id, 2u);
+  EXPECT_EQ(info->index_in_chunk, 5u);
+  EXPECT_EQ(lookups(), (std::vector<size_t>{0, 0, 1}));
+  info = joined->sequence_info_by_key(SequenceKey{12, 0});  // inside the first span only
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->chunk_id, 0u);
+  EXPECT_EQ(info->index_in_chunk, 6u);
+  EXPECT_EQ(lookups(), (std::vector<size_t>{1, 0, 0}));
+  info = joined->sequence_info_by_key(SequenceKey{3, 0});  // inside two spans: both asked
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->chunk_id, 1u);
+  EXPECT_EQ(info->index_in_chunk, 1u);
+  EXPECT_EQ(lookups(), (std::vector<size_t>{1, 1, 0}));
+  EXPECT_FALSE(joined->sequence_info_by_key(SequenceKey{13, 0}).has_value());  // in a gap of a span
+  EXPECT_EQ(lookups(), (std::vector<size_t>{1, 0, 0}));
+  EXPECT_FALSE(joined->sequence_info_by_key(SequenceKey{19, 0}).has_value());  // between spans
+  EXPECT_EQ(lookups(), (std::vector<size_t>{0, 0, 0}));
+  EXPECT_EQ(joined->sequence_location(SequenceKey{21, 0}).file, files[2]);
+
+  // A key held by a file whose span lies inside another's is still found twice, and named in file order.
+  std::vector<std::string> twice = files;
+  twice.push_back(dir.write("again.ctf", ctf_lines({7, 8})));
+  auto [with_twice, unused] = open(twice);
+  EXPECT_TRUE(with_twice->sequence_info_by_key(SequenceKey{7, 0}).has_value());
+  try {
+    with_twice->sequence_info_by_key(SequenceKey{8, 0});
+    FAIL() << "a key held by two files was found once";
+  } catch (const FormatError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("held by two files"), std::string::npos) << text;
+    EXPECT_LT(text.find("evens.ctf"), text.find("again.ctf")) << text;
+  }
+}
