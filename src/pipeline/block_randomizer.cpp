@@ -85,22 +85,7 @@ Sequences BlockRandomizer::get_next_sequences(size_t global_sample_count, size_t
 }
 
 void BlockRandomizer::fetch(Sequences& sequences) const {
-  const size_t n = sequences.fetch_chunks.size();
-  if (n == 0) return;
-  if (sequences.fetch_indices.size() != n || sequences.keys.size() != n || sequences.chunk_ids.size() != n) {
-    throw Error("BlockRandomizer::fetch: the sequences to fetch do not match their keys.");
-  }
-  for (auto& stream : sequences.data) stream.reserve(stream.size() + n);
-  // Asked for all at once, the sequences' cache misses overlap.
-  for (size_t k = 0; k < n; ++k) sequences.fetch_chunks[k]->prefetch_sequence(sequences.fetch_indices[k]);
-  thread_local std::vector<SequenceData> scratch;  // fetch() runs on several threads at once
-  for (size_t k = 0; k < n; ++k) {
-    fetch_sequence(sequences, *sequences.fetch_chunks[k], sequences.chunk_ids[k], sequences.fetch_indices[k],
-                   scratch);
-  }
-  sequences.fetch_chunks.clear();
-  sequences.fetch_indices.clear();
-  SequenceCleaner::remove_invalid(sequences);
+  fetch_deferred(sequences);
 }
 
 std::pair<size_t, size_t> BlockRandomizer::load(size_t global_budget, size_t local_budget, Sequences& result,

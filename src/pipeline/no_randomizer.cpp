@@ -143,12 +143,26 @@ Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t lo
   const bool alone = load_alone_next_ && prefetch_depth_ > 0 && deserializer_->loads_sequences_alone();
   load_alone_next_ = false;
   if (alone) load_alone_what_is_loading();
+  if (defer_fetch_) {
+    result.fetch_chunks.reserve(taken_.size());
+    result.fetch_indices.reserve(taken_.size());
+    result.keys.reserve(taken_.size());
+    result.chunk_ids.reserve(taken_.size());
+  }
+  // Deferring, the sequences' chunks stay in `result` (a chunk released here lives until they are fetched).
+  auto take = [&](const ChunkPtr& chunk, const Taken& t) {
+    if (defer_fetch_) {
+      defer_sequence(result, chunk, t.chunk_id, t.index_in_chunk, t.key);
+    } else {
+      append_sequence(result, chunk, t.chunk_id, t.index_in_chunk, t.key, scratch_);
+    }
+  };
   for (const Taken& t : taken_) {
     if (!alone_.empty()) {
       const auto a = std::find_if(alone_.begin(), alone_.end(),
                                   [&](const AloneLoad& x) { return x.chunk_id == t.chunk_id; });
       if (a != alone_.end() && a->chunk) {
-        append_sequence(result, a->chunk, t.chunk_id, t.index_in_chunk, t.key, scratch_);
+        take(a->chunk, t);
         continue;
       }
     }
@@ -160,14 +174,14 @@ Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t lo
       cached_chunk_ = loader_.get(t.chunk_id);
       cached_chunk_id_ = t.chunk_id;
     }
-    append_sequence(result, cached_chunk_, t.chunk_id, t.index_in_chunk, t.key, scratch_);
+    take(cached_chunk_, t);
   }
   prefetch_ahead(1);
   // After sequences loaded alone the chunks start loading at the next call, which comes once this
   // minibatch is handed over (ReadAhead): started now, they would take the cores while the caller waits.
   if (alone_.empty()) loader_.flush();
   alone_.clear();
-  cleaner_.clean(result, *deserializer_);
+  if (!defer_fetch_) cleaner_.clean(result, *deserializer_);
   return result;
 }
 

@@ -42,6 +42,14 @@ class NoRandomizer : public SequenceEnumerator {
   void restore(const EnumeratorState& state) override;
   void skip_delivered(const DeliveredBefore& delivered) override;
   void set_current_sample_position(size_t position) override;
+  bool defer_fetch(bool on) override {
+    defer_fetch_ = on;
+    return true;
+  }
+  void fetch(Sequences& sequences) const override { fetch_deferred(sequences); }
+  void count_invalid(const Sequences& sequences) override {
+    cleaner_.count(sequences.invalid_removed, *deserializer_);
+  }
   std::string key_to_string(const SequenceKey& key) const override {
     return deserializer_->key_to_string(key);
   }
@@ -98,6 +106,7 @@ class NoRandomizer : public SequenceEnumerator {
   std::vector<Taken> taken_;
   std::vector<SequenceData> scratch_;
   bool load_alone_next_ = true;  // the next minibatch is the first from a new position
+  bool defer_fetch_ = false;     // get_next_sequences() leaves the data to fetch()
   std::vector<AloneLoad> alone_;
   uint64_t sequences_loaded_alone_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cntkio/errors.hpp"
+#include "pipeline/sequence_cleaner.hpp"
 
 namespace cntkio::pipeline {
 
@@ -90,6 +91,34 @@ void fetch_sequence(Sequences& out, const Chunk& chunk, uint32_t chunk_id, uint3
 
 void keep_chunk(Sequences& out, const ChunkPtr& chunk) {
   if (std::find(out.chunks.begin(), out.chunks.end(), chunk) == out.chunks.end()) out.chunks.push_back(chunk);
+}
+
+void defer_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
+                    const SequenceKey& key) {
+  keep_chunk(out, chunk);
+  out.fetch_chunks.push_back(chunk.get());
+  out.fetch_indices.push_back(index_in_chunk);
+  out.keys.push_back(key);
+  out.chunk_ids.push_back(chunk_id);
+}
+
+void fetch_deferred(Sequences& sequences) {
+  const size_t n = sequences.fetch_chunks.size();
+  if (n == 0) return;
+  if (sequences.fetch_indices.size() != n || sequences.keys.size() != n || sequences.chunk_ids.size() != n) {
+    throw Error("The sequences to fetch do not match their keys.");
+  }
+  for (auto& stream : sequences.data) stream.reserve(stream.size() + n);
+  // Asked for all at once, the sequences' cache misses overlap.
+  for (size_t k = 0; k < n; ++k) sequences.fetch_chunks[k]->prefetch_sequence(sequences.fetch_indices[k]);
+  thread_local std::vector<SequenceData> scratch;  // runs on several threads at once
+  for (size_t k = 0; k < n; ++k) {
+    fetch_sequence(sequences, *sequences.fetch_chunks[k], sequences.chunk_ids[k], sequences.fetch_indices[k],
+                   scratch);
+  }
+  sequences.fetch_chunks.clear();
+  sequences.fetch_indices.clear();
+  SequenceCleaner::remove_invalid(sequences);
 }
 
 void append_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,

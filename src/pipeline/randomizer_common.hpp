@@ -41,6 +41,13 @@ void fetch_sequence(Sequences& out, const Chunk& chunk, uint32_t chunk_id, uint3
                     std::vector<SequenceData>& scratch);
 /// Adds `chunk` to out.chunks unless it is there.
 void keep_chunk(Sequences& out, const ChunkPtr& chunk);
+/// Records a sequence whose data fetch_deferred() fills later (SequenceEnumerator::defer_fetch), keeping its
+/// chunk in `out`.
+void defer_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
+                    const SequenceKey& key);
+/// SequenceEnumerator::fetch for the randomizers: the data of the sequences recorded for later (from any
+/// thread, for several results at once), then the invalid ones removed.
+void fetch_deferred(Sequences& sequences);
 
 /// Sequences of a chunk that is still loading, to take alone (Deserializer::load_sequences) for a minibatch
 /// that should not wait for the whole chunk.

@@ -1,7 +1,9 @@
 // Minibatches read ahead in groups, fetched and packed on the loader threads at once (ReadAhead's group
-// reader): the same minibatches, errors and states as reading them one at a time on one thread.
+// reader): the same minibatches, errors and states as reading them one at a time on one thread, randomized
+// (BlockRandomizer) or in order (NoRandomizer).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <any>
 #include <memory>
 #include <set>
@@ -111,10 +113,10 @@ void register_test_type() {
 }
 
 std::unique_ptr<MinibatchSource> make_source(std::shared_ptr<const Data> data, size_t threads, bool prefetch,
-                                             size_t max_errors, Packing packing) {
+                                             size_t max_errors, Packing packing, bool randomize = true) {
   register_test_type();
   ReaderSpec spec;
-  spec.source.randomize = true;
+  spec.source.randomize = randomize;
   spec.source.randomization_window = 3;
   spec.source.seed = 7;
   spec.source.threads = threads;
@@ -160,32 +162,45 @@ struct Case {
   std::set<uint64_t> malformed;
   size_t max_errors;
   Packing packing;
+  bool fails;  // reading it meets an error (the reference is checked for one, or its absence)
 };
 
 }  // namespace
 
 TEST(GroupRead, MinibatchesErrorsAndPositionsAreThoseOfAReaderWithoutThreads) {
   const std::vector<Case> cases = {
-      {"clean", {}, {}, 0, Packing::kSequences},
-      {"invalid sequences tolerated", {3, 77, 200, 201, 333}, {}, 10, Packing::kSequences},
-      {"too many invalid sequences", {3, 77, 200, 201, 333, 400, 401, 402}, {}, 2, Packing::kSequences},
-      {"malformed records", {}, {5, 150, 151, 470}, 0, Packing::kSequences},
-      {"both", {9, 10, 300}, {44, 250}, 1, Packing::kSequences},
+      {"clean", {}, {}, 0, Packing::kSequences, false},
+      {"invalid sequences tolerated", {3, 77, 200, 201, 333}, {}, 10, Packing::kSequences, false},
+      {"too many invalid sequences", {3, 77, 200, 201, 333, 400, 401, 402}, {}, 2, Packing::kSequences, true},
+      {"malformed records", {}, {5, 150, 151, 470}, 0, Packing::kSequences, true},
+      {"both", {9, 10, 300}, {44, 250}, 1, Packing::kSequences, true},
       // Frame mode: every sequence longer than one sample fails in the packer.
-      {"frames", {}, {}, 0, Packing::kFrames},
+      {"frames", {}, {}, 0, Packing::kFrames, true},
   };
   for (const Case& c : cases) {
     auto data = std::make_shared<Data>();
     data->invalid = c.invalid;
     data->malformed = c.malformed;
-    for (const size_t minibatch_size : {7u, 64u, 500u}) {
-      auto alone = make_source(data, 0, false, c.max_errors, c.packing);
-      const std::vector<std::string> expected = outcomes(*alone, minibatch_size, 2);
-      ASSERT_GT(expected.size(), 2u);
-      for (const size_t threads : {1u, 2u, 4u}) {
-        auto grouped = make_source(data, threads, true, c.max_errors, c.packing);
-        EXPECT_EQ(outcomes(*grouped, minibatch_size, 2), expected)
-            << c.name << ", minibatch size " << minibatch_size << ", " << threads << " threads";
+    for (const bool randomize : {true, false}) {
+      for (const size_t minibatch_size : {7u, 64u, 500u}) {
+        auto alone = make_source(data, 0, false, c.max_errors, c.packing, randomize);
+        const std::vector<std::string> expected = outcomes(*alone, minibatch_size, 2);
+        ASSERT_GT(expected.size(), 2u);
+        const bool failed = std::any_of(expected.begin(), expected.end(),
+                                        [](const std::string& o) { return o.rfind("error: ", 0) == 0; });
+        EXPECT_EQ(failed, c.fails) << c.name << (randomize ? ", randomized" : ", in order");
+        for (const std::string& o : expected) {
+          for (const uint64_t key : c.invalid) {  // an invalid sequence is never delivered
+            EXPECT_EQ(("," + o).find("," + std::to_string(key) + ","), std::string::npos)
+                << c.name << ": " << o;
+          }
+        }
+        for (const size_t threads : {1u, 2u, 4u}) {
+          auto grouped = make_source(data, threads, true, c.max_errors, c.packing, randomize);
+          EXPECT_EQ(outcomes(*grouped, minibatch_size, 2), expected)
+              << c.name << (randomize ? ", randomized" : ", in order") << ", minibatch size "
+              << minibatch_size << ", " << threads << " threads";
+        }
       }
     }
   }
@@ -195,23 +210,25 @@ TEST(GroupRead, MinibatchesErrorsAndPositionsAreThoseOfAReaderWithoutThreads) {
 // stopped.
 TEST(GroupRead, RestoringAnyStateContinuesTheSameMinibatches) {
   auto data = std::make_shared<Data>();
-  auto reference = make_source(data, 2, true, 0, Packing::kSequences);
-  reference->start_epoch(16, 0, kFullSweep);
-  std::vector<ReaderState> states;
-  std::vector<std::vector<std::string>> keys;
-  Minibatch mb;
-  while (reference->next_minibatch(mb)) {
-    states.push_back(reference->state());
-    keys.push_back(mb.keys);
-  }
-  ASSERT_GT(keys.size(), 20u);
-  for (size_t at = 0; at + 1 < keys.size(); at += 5) {
-    auto source = make_source(data, 2, true, 0, Packing::kSequences);
-    source->start_epoch(16, 0, kFullSweep);
-    source->restore(states[at]);
-    for (size_t k = at + 1; k < keys.size(); ++k) {
-      ASSERT_TRUE(source->next_minibatch(mb)) << "restored at " << at;
-      EXPECT_EQ(mb.keys, keys[k]) << "restored at " << at << ", minibatch " << k;
+  for (const bool randomize : {true, false}) {
+    auto reference = make_source(data, 2, true, 0, Packing::kSequences, randomize);
+    reference->start_epoch(16, 0, kFullSweep);
+    std::vector<ReaderState> states;
+    std::vector<std::vector<std::string>> keys;
+    Minibatch mb;
+    while (reference->next_minibatch(mb)) {
+      states.push_back(reference->state());
+      keys.push_back(mb.keys);
+    }
+    ASSERT_GT(keys.size(), 20u);
+    for (size_t at = 0; at + 1 < keys.size(); at += 5) {
+      auto source = make_source(data, 2, true, 0, Packing::kSequences, randomize);
+      source->start_epoch(16, 0, kFullSweep);
+      source->restore(states[at]);
+      for (size_t k = at + 1; k < keys.size(); ++k) {
+        ASSERT_TRUE(source->next_minibatch(mb)) << "restored at " << at << (randomize ? "" : ", in order");
+        EXPECT_EQ(mb.keys, keys[k]) << "restored at " << at << ", minibatch " << k;
+      }
     }
   }
 }
