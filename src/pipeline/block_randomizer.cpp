@@ -66,8 +66,7 @@ void BlockRandomizer::set_current_sample_position(size_t position) {
 
 Sequences BlockRandomizer::get_next_sequences(size_t global_sample_count, size_t local_sample_count) {
   check_budgets(global_sample_count, local_sample_count);
-  Sequences result;
-  result.data.resize(deserializer_->streams().size());
+  Sequences result = spare_sequences_.take(deserializer_->streams().size());
   size_t global_sum = 0;
   size_t local_sum = 0;
   do {
@@ -277,9 +276,11 @@ void BlockRandomizer::evict() {
   const RandomizedChunk& current = chunks[sequence_randomizer_.cursor_position()];
   const size_t keep_begin = current.window_begin;
   const size_t keep_end = std::max(sequence_randomizer_.loaded_end(), current.window_end);
-  loader_.retain_if([&](uint32_t chunk_id) {
+  // Two references: the std::function holds them without allocating (this runs for every minibatch).
+  const std::pair<size_t, size_t> keep{keep_begin, keep_end};
+  loader_.retain_if([this, &keep](uint32_t chunk_id) {
     const size_t p = position_of_chunk_[chunk_index_of_id_[chunk_id]];
-    return p >= keep_begin && p < keep_end && p % num_workers_ == worker_rank_;
+    return p >= keep.first && p < keep.second && p % num_workers_ == worker_rank_;
   });
   prefetch_window();
 }

@@ -59,6 +59,7 @@ class BlockRandomizer : public SequenceEnumerator {
   void count_invalid(const Sequences& sequences) override {
     cleaner_.count(sequences.invalid_removed, *deserializer_);
   }
+  void recycle(Sequences&& used) override { spare_sequences_.give(std::move(used)); }
   std::string key_to_string(const SequenceKey& key) const override {
     return deserializer_->key_to_string(key);
   }
@@ -123,6 +124,7 @@ class BlockRandomizer : public SequenceEnumerator {
   uint64_t sequences_loaded_alone_ = 0;
   bool defer_fetch_ = false;     // get_next_sequences() leaves the data to fetch()
   bool load_alone_next_ = true;  // the next load() may load sequences alone (see load_alone_what_is_loading)
+  SequencesPool spare_sequences_;  // results handed back (recycle)
 };
 
 }  // namespace cntkio::pipeline

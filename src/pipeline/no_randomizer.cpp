@@ -96,8 +96,7 @@ void NoRandomizer::skip_delivered(const DeliveredBefore& delivered) {
 
 Sequences NoRandomizer::get_next_sequences(size_t global_sample_count, size_t local_sample_count) {
   check_budgets(global_sample_count, local_sample_count);
-  Sequences result;
-  result.data.resize(deserializer_->streams().size());
+  Sequences result = spare_sequences_.take(deserializer_->streams().size());
   if (position_ >= epoch_end_) {
     result.end_of_epoch = true;
     result.end_of_sweep = position_ >= sweep_samples_ && position_ % sweep_samples_ == 0;

@@ -50,6 +50,7 @@ class NoRandomizer : public SequenceEnumerator {
   void count_invalid(const Sequences& sequences) override {
     cleaner_.count(sequences.invalid_removed, *deserializer_);
   }
+  void recycle(Sequences&& used) override { spare_sequences_.give(std::move(used)); }
   std::string key_to_string(const SequenceKey& key) const override {
     return deserializer_->key_to_string(key);
   }
@@ -109,6 +110,7 @@ class NoRandomizer : public SequenceEnumerator {
   bool defer_fetch_ = false;     // get_next_sequences() leaves the data to fetch()
   std::vector<AloneLoad> alone_;
   uint64_t sequences_loaded_alone_ = 0;
+  SequencesPool spare_sequences_;  // results handed back (recycle)
 };
 
 }  // namespace cntkio::pipeline

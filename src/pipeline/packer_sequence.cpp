@@ -86,7 +86,9 @@ class SequencePacker : public Packer {
         throw;
       }
     }
-    return std::move(planned.minibatch);
+    Minibatch packed = std::move(planned.minibatch);
+    source_->recycle(std::move(planned.sequences));
+    return packed;
   }
 
  private:

@@ -102,6 +102,42 @@ void defer_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, ui
   out.chunk_ids.push_back(chunk_id);
 }
 
+size_t SequencesPool::bytes_of(const Sequences& s) {
+  size_t bytes = s.keys.capacity() * sizeof(SequenceKey) + s.chunk_ids.capacity() * sizeof(uint32_t) +
+                 s.chunks.capacity() * sizeof(ChunkPtr) + s.fetch_chunks.capacity() * sizeof(const Chunk*) +
+                 s.fetch_indices.capacity() * sizeof(uint32_t) +
+                 s.invalid_removed.capacity() * sizeof(SequenceKey);
+  for (const auto& stream : s.data) bytes += stream.capacity() * sizeof(SequenceData);
+  return bytes;
+}
+
+Sequences SequencesPool::take(size_t streams) {
+  Sequences out;
+  if (!kept_.empty()) {
+    out = std::move(kept_.back());
+    kept_.pop_back();
+    kept_bytes_ -= bytes_of(out);
+  }
+  out.data.resize(streams);
+  return out;
+}
+
+void SequencesPool::give(Sequences&& used) {
+  used.chunks.clear();  // released now, kept or not
+  const size_t bytes = bytes_of(used);
+  if (used.keys.capacity() == 0 || kept_bytes_ + bytes > kMostBytes) return;
+  for (auto& stream : used.data) stream.clear();
+  used.keys.clear();
+  used.chunk_ids.clear();
+  used.fetch_chunks.clear();
+  used.fetch_indices.clear();
+  used.invalid_removed.clear();
+  used.end_of_sweep = false;
+  used.end_of_epoch = false;
+  kept_bytes_ += bytes;
+  kept_.push_back(std::move(used));
+}
+
 void fetch_deferred(Sequences& sequences) {
   const size_t n = sequences.fetch_chunks.size();
   if (n == 0) return;

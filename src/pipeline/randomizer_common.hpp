@@ -45,6 +45,22 @@ void keep_chunk(Sequences& out, const ChunkPtr& chunk);
 /// chunk in `out`.
 void defer_sequence(Sequences& out, const ChunkPtr& chunk, uint32_t chunk_id, uint32_t index_in_chunk,
                     const SequenceKey& key);
+/// Results handed back (SequenceEnumerator::recycle), their vectors emptied but their memory kept, for the
+/// next results: up to 256 KiB of them, as many as a read-ahead group of small minibatches plans (a larger
+/// result's memory is given back). One thread.
+class SequencesPool {
+ public:
+  /// An empty result with `streams` streams, from a recycled one when there is one.
+  Sequences take(size_t streams);
+  void give(Sequences&& used);
+
+ private:
+  static constexpr size_t kMostBytes = 256 << 10;
+  static size_t bytes_of(const Sequences& s);
+  std::vector<Sequences> kept_;
+  size_t kept_bytes_ = 0;
+};
+
 /// SequenceEnumerator::fetch for the randomizers: the data of the sequences recorded for later (from any
 /// thread, for several results at once), then the invalid ones removed.
 void fetch_deferred(Sequences& sequences);

@@ -114,6 +114,10 @@ class SequenceEnumerator {
   /// Counts the invalid sequences that fetch() removed from a result; throws FormatError, as
   /// get_next_sequences() would have, once there are more than the reader tolerates.
   virtual void count_invalid(const Sequences& sequences) { (void)sequences; }
+  /// Hands back a result whose minibatch is packed, from the thread that drives the enumerator: its vectors'
+  /// memory serves a later result (a minibatch of short sequences otherwise allocates about ten of them).
+  /// Its chunks are released now.
+  virtual void recycle(Sequences&& used) { (void)used; }
   /// Text form of a key (delegates to the deserializer).
   virtual std::string key_to_string(const SequenceKey& key) const = 0;
   /// Where the sequence with `key` is in the input (Deserializer::sequence_location), for errors.

@@ -34,6 +34,7 @@ class TimedEnumerator final : public SequenceEnumerator {
   bool defer_fetch(bool on) override { return inner_->defer_fetch(on); }
   void fetch(Sequences& sequences) const override { inner_->fetch(sequences); }
   void count_invalid(const Sequences& sequences) override { inner_->count_invalid(sequences); }
+  void recycle(Sequences&& used) override { inner_->recycle(std::move(used)); }
   std::string key_to_string(const SequenceKey& key) const override { return inner_->key_to_string(key); }
   SourceLocation sequence_location(const SequenceKey& key) const override {
     return inner_->sequence_location(key);
