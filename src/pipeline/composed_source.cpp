@@ -242,6 +242,10 @@ class ComposedSource final : public MinibatchSource {
     const bool share = sequences >= kSequencesToShare && !values_deferred_.load(std::memory_order_relaxed);
     const size_t helpers = share ? pool_->size() : 0;
     core::run_parts(pool_.get(), helpers, planned.size(), [&](size_t k) { packer_->fill(planned[k]); });
+    // Every minibatch of the group is filled before the first is finished: one check of the inputs, at the
+    // first minibatch that copied values, covers them all (a file cut after it cut nothing they read; each
+    // was checked on its own before, a system call per file and minibatch on the read-ahead thread).
+    bool inputs_checked = false;
     for (size_t k = 0; k < planned.size(); ++k) {
       ReadResult r;
       try {
@@ -250,7 +254,10 @@ class ComposedSource final : public MinibatchSource {
         } catch (...) {
           std::rethrow_exception(checked_inputs(std::current_exception()));
         }
-        if (!r.minibatch.deferred_values) skips_.check_inputs_intact();
+        if (!r.minibatch.deferred_values && !inputs_checked) {
+          skips_.check_inputs_intact();
+          inputs_checked = true;
+        }
       } catch (...) {
         group.failure = std::current_exception();
         // Reading on starts where it would after this minibatch's read alone: after its sequences.
