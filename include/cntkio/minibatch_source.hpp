@@ -123,6 +123,11 @@ class MinibatchSource {
   /// What each deserializer of the reader reads (Deserializer::describe), headed by a line with its type.
   virtual std::vector<std::string> describe() const { return {}; }
 
+  /// The chunks that distributed reading shares out, whole, among the workers (CNTK's partitioning): the
+  /// chunks with data of the first deserializer, whose chunks a composite reader's are. With fewer of them
+  /// than workers, some workers read nothing. 0 where unknown.
+  virtual size_t partition_chunks() const { return 0; }
+
   /// The streams of the minibatches, in order.
   virtual const std::vector<StreamInfo>& streams() const = 0;
 

@@ -56,7 +56,6 @@ import fcntl
 import json
 import mmap
 import os
-import re
 import threading
 import weakref
 
@@ -1177,21 +1176,9 @@ def _split_group(source, minibatch_size, sparse, as_indices, limit):
 
 
 def _chunk_count(reader):
-    """Chunks of the reader's first deserializer (its describe() lines: "N chunk(s)" per file; for a composite
-    reader the first deserializer's chunks are the ones randomized partitions own); a large number when it
-    does not say."""
-    lines = reader.describe()
-    count, seen = 0, 0
-    for line in lines:
-        if line.startswith("deserializer "):
-            seen += 1
-            if seen > 1:
-                break
-            continue
-        match = re.search(r"(\d+) chunk\(s\)", line)
-        if match:
-            count += int(match.group(1))
-    return count if count else 1 << 62
+    """The chunks that partitions own, whole (for a composite reader the first deserializer's); a large number
+    when the reader does not say."""
+    return reader.partition_chunks() or 1 << 62
 
 
 class _GroupedDataset(IterableDataset):

@@ -443,6 +443,12 @@ class Reader {
     return live().describe();
   }
 
+  // MinibatchSource::partition_chunks(): the chunks distributed reading shares out (0: unknown).
+  size_t partition_chunks() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return live().partition_chunks();
+  }
+
   bool defer_values(bool on) {
     check_process();
     py::gil_scoped_release release;
@@ -753,6 +759,8 @@ PYBIND11_MODULE(_core, m) {
       .def("skip_v2", &Reader::skip_v2, py::arg("count"), py::arg("minibatch_size"),
            py::arg("num_partitions"), py::arg("partition_index"))
       .def("describe", &Reader::describe)
+      .def("partition_chunks", &Reader::partition_chunks,
+           "The chunks that distributed reading shares out, whole, among the workers (0: unknown).")
       .def("defer_values", &Reader::defer_values, py::arg("on"),
            "Later minibatches leave their values in the loaded chunks until torch_item writes them (once); "
            "their stream arrays are then unavailable. False where the packing cannot (truncated BPTT).")

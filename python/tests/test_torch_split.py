@@ -97,6 +97,29 @@ def test_auto_splits_minibatches_only_when_the_data_has_fewer_chunks_than_worker
         assert not kept._splits_minibatches(make_source(data), 2)
 
 
+def test_the_chunk_count_is_the_readers_not_a_sum_of_its_description(data, tmp_path):
+    # Two files of one chunk each: describe() says "2 chunk(s) in all", then "1 chunk(s)" for each file.
+    second = write_ctf(tmp_path / "u.ctf", LENGTHS)
+    features = cntkio.StreamDef(field="f", shape=2)
+    labels = cntkio.StreamDef(field="l", shape=5, is_sparse=True)
+
+    def two_files():
+        return cntkio.MinibatchSource(
+            cntkio.CTFDeserializer([data, second], cntkio.StreamDefs(features=features, labels=labels)))
+
+    assert cntkio.torch._chunk_count(two_files()._reader) == 2
+    dataset = cntkio.torch.MinibatchDataset(two_files, MB, worker_split="auto")
+    assert dataset._splits_minibatches(two_files(), 3)  # 2 chunks for 3 workers: one would read nothing
+    assert not dataset._splits_minibatches(two_files(), 2)
+
+    # A composite reader (two deserializers over one file): the first deserializer's chunks, not the sum.
+    def composite():
+        return cntkio.MinibatchSource([cntkio.CTFDeserializer(data, cntkio.StreamDefs(features=features)),
+                                       cntkio.CTFDeserializer(data, cntkio.StreamDefs(labels=labels))])
+
+    assert cntkio.torch._chunk_count(composite()._reader) == 1
+
+
 @pytest.mark.parametrize("randomize", [True, False])
 @pytest.mark.parametrize("persistent", [True, False])
 @pytest.mark.parametrize("plain", [False, True])

@@ -31,6 +31,7 @@ class ComposedSource final : public MinibatchSource {
         checkpoint_(*enumerator_, *packer_),
         replay_(enumerator_->state().transform_draws, parts.settings.trace_level),
         describe_(std::move(parts.describe)),
+        partition_chunks_(parts.partition_chunks),
         times_(std::move(parts.times)),
         more_stats_(std::move(parts.more_stats)),
         pool_(std::move(parts.pool)),
@@ -98,6 +99,7 @@ class ComposedSource final : public MinibatchSource {
   std::vector<std::string> describe() const override {
     return describe_ ? describe_() : std::vector<std::string>{};
   }
+  size_t partition_chunks() const override { return partition_chunks_; }
 
   bool defer_values(bool on) override {
     const bool deferred = packer_->defer_values(on);
@@ -301,6 +303,7 @@ class ComposedSource final : public MinibatchSource {
   CheckpointState checkpoint_;
   TransformReplay replay_;
   std::function<std::vector<std::string>()> describe_;
+  size_t partition_chunks_;
   std::shared_ptr<StageTimes> times_;
   std::function<void(SourceStats&)> more_stats_;
   std::shared_ptr<core::ThreadPool> pool_;

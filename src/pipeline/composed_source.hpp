@@ -32,6 +32,7 @@ struct SourceParts {
   ReaderSettings settings;
   SkipSources skips;  ///< where the skip report comes from (also the deserializers whose inputs are checked)
   std::function<std::vector<std::string>()> describe;  ///< MinibatchSource::describe
+  size_t partition_chunks = 0;                         ///< MinibatchSource::partition_chunks
   std::shared_ptr<StageTimes> times;                   ///< where the stages add their times (may be null)
   std::function<void(SourceStats&)> more_stats;        ///< adds the loader threads' and the cache's figures
   /// The loader threads: they also fetch and pack minibatches read ahead, where the packer plans (may be

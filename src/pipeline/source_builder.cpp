@@ -127,6 +127,9 @@ std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given
     return lines;
   };
   if (deserializers.size() > 1) parts.skips.bundler = joined;
+  for (const ChunkInfo& chunk : joined->chunk_infos()) {
+    if (chunk.number_of_sequences > 0) ++parts.partition_chunks;  // the randomizers' non_empty_chunks
+  }
   std::shared_ptr<pipeline::CachingDeserializer> cache;
   if (s.chunk_cache_bytes > 0) {
     cache = std::make_shared<pipeline::CachingDeserializer>(joined, s.chunk_cache_bytes);

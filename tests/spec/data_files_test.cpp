@@ -42,6 +42,8 @@ TEST(DataFiles, ASpecOverSeveralCtfFilesReadsTheirSequencesInOrderOneChunkPerFil
   spec.source.randomize = false;
   spec.deserializers.push_back(DeserializerSpec{"CNTKTextFormatDeserializer", "", options, {}});
   auto source = MinibatchSource::create(spec);
+  // What workers share out: the two files' chunks, once (the description also counts them per file).
+  EXPECT_EQ(source->partition_chunks(), 2u);
   source->start_epoch(100, 0, kFullSweep, 0, 1);
   Minibatch mb;
   ASSERT_TRUE(source->next_minibatch(mb));
