@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "cntkio/config.hpp"
+#include "cntkio/convert.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/minibatch_source.hpp"
 
@@ -23,8 +25,9 @@ namespace {
 // A CTF file of `sequences` sequences of 1..6 rows, dense x (dim 2) holding (key, row) and sparse y.
 class Corpus {
  public:
-  // `label_every_row`: y on every row instead of the first (truncated BPTT needs streams of equal length).
-  explicit Corpus(size_t sequences, bool label_every_row = false) {
+  // `label_every_row`: y on every row instead of the first (truncated BPTT needs streams of equal length);
+  // `max_rows`: sequences have 1..max_rows rows (1: frames, as frame mode needs).
+  explicit Corpus(size_t sequences, bool label_every_row = false, size_t max_rows = 6) {
     dir_ = fs::temp_directory_path() /
            ("cntkio_source_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     fs::create_directories(dir_);
@@ -32,7 +35,7 @@ class Corpus {
     std::ofstream out(file_);
     std::mt19937_64 rng(11);
     for (size_t s = 0; s < sequences; ++s) {
-      size_t rows = 1 + rng() % 6;
+      size_t rows = 1 + rng() % max_rows;
       for (size_t r = 0; r < rows; ++r) {
         out << s << " |x " << s << " " << r;
         if (r == 0 || label_every_row) out << " |y " << (s % 7) << ":1";
@@ -57,6 +60,24 @@ class Corpus {
     } else {
       text = "R = [ reader = [ readerType = CNTKTextFormatReader\n " + chunk + extra + "\n " + ctf + " ] ]";
     }
+    return Config::from_text(text).get_block("R").get_block("reader");
+  }
+
+  // The same reader over the corpus converted to CBF, in chunks of at most `chunk_size` bytes.
+  Config cbf_reader(const std::string& extra, bool composite, size_t chunk_size) const {
+    const std::string cbf = (dir_ / ("data_" + std::to_string(chunk_size) + ".cbf")).string();
+    if (!fs::exists(cbf)) {
+      ConvertOptions options;
+      options.streams = {parse_convert_stream("x:x:2:dense"), parse_convert_stream("y:y:7:sparse")};
+      options.chunk_size_in_bytes = chunk_size;
+      options.log = [](std::string_view) {};
+      convert_file(file_, DataFormat::kCtf, cbf, options);
+    }
+    const std::string text =
+        composite
+            ? "R = [ reader = [ " + extra + "\n deserializers = ( [ type = CNTKBinaryFormatDeserializer\n " +
+                  "file = \"" + cbf + "\" ] ) ] ]"
+            : "R = [ reader = [ readerType = CNTKBinaryReader\n " + extra + "\n file = \"" + cbf + "\" ] ]";
     return Config::from_text(text).get_block("R").get_block("reader");
   }
 
@@ -415,6 +436,124 @@ TEST(SourceReadAhead, ARestoreBeforeTheFirstReadLoadsOnlyTheRestoredWindow) {
     EXPECT_EQ(source->skip_report().errors, errors_per_chunk * kChunks / 2);
   }
   fs::remove_all(dir);
+}
+
+// Random combinations of the reader's settings (a fixed seed: the same combinations every run; ROUNDS=n in
+// the environment runs more), each checked for what must hold whatever the settings: the same minibatches for
+// any loader thread count and prefetch; a restore from any recorded state continuing with exactly the
+// minibatches that followed it; and, in a v1 epoch of one sweep, every sequence (in frame mode every sample)
+// exactly once across the workers.
+TEST(SourceThreads, RandomReaderConfigurationsKeepTheirInvariants) {
+  const Corpus sequences(260);
+  const Corpus frames(700, false, 1);
+  const Corpus labelled(220, true);
+  std::mt19937_64 rng(2026);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  const char* rounds_text = std::getenv("ROUNDS");
+  const size_t rounds = rounds_text != nullptr ? std::stoul(rounds_text) : 40;
+  for (size_t round = 0; round < rounds; ++round) {
+    const size_t packing = pick(3);  // 0 sequences, 1 frames, 2 truncated BPTT
+    const Corpus& corpus = packing == 1 ? frames : packing == 2 ? labelled : sequences;
+    std::string settings;
+    if (pick(4) == 0) {
+      settings += "randomize = false\n ";
+    } else {
+      settings += "randomize = true\n randomizationSeed = " + std::to_string(pick(5)) + "\n ";
+      switch (pick(3)) {
+        case 0:
+          break;  // the default window: the whole corpus
+        case 1:
+          settings += "randomizationWindow = " + std::to_string(1 + pick(4)) +
+                      "\n sampleBasedRandomizationWindow = false\n ";
+          break;
+        default:
+          settings += "randomizationWindow = " + std::to_string(20 + pick(400)) + "\n ";
+          break;
+      }
+    }
+    if (packing == 1) settings += "frameMode = true\n ";
+    if (packing == 2)
+      settings += "truncated = true\n truncationLength = " + std::to_string(1 + pick(5)) + "\n ";
+    if (pick(3) == 0) settings += "chunkCacheBytes = 1MiB\n ";
+    const bool composite = pick(2) == 0;
+    const size_t chunk_size = 200 + pick(2000);
+    const size_t minibatch = 1 + pick(packing == 2 ? 24 : 90);
+    const size_t workers = packing == 2 ? 1 : 1 + pick(4);
+    // 0: a v1 epoch of one sweep; 1: a v1 epoch of another size and index; 2: v2 reading over two sweeps
+    const size_t reading = pick(3);
+    const size_t epoch_index = reading == 1 ? pick(3) : 0;
+    const size_t epoch_size = reading == 1 ? 1 + pick(2 * corpus.samples()) : kFullSweep;
+    const bool binary = pick(3) == 0;  // the corpus converted to CBF
+    const std::string threads = std::vector<std::string>{"loaderThreads = 1", "loaderThreads = 2",
+                                                         "loaderThreads = 3\n prefetch = false"}[pick(3)];
+    SCOPED_TRACE(settings + threads + (composite ? " composite" : "") + (binary ? " CBF" : " CTF") +
+                 " chunk " + std::to_string(chunk_size) + " mb " + std::to_string(minibatch) + " workers " +
+                 std::to_string(workers) + " reading " + std::to_string(reading) + " epoch " +
+                 std::to_string(epoch_index) + "/" + std::to_string(epoch_size));
+    auto reader = [&](const std::string& extra) {
+      return binary ? corpus.cbf_reader(extra, composite, chunk_size)
+                    : corpus.reader(extra, composite, chunk_size);
+    };
+    const Config plain = reader(settings + "loaderThreads = 0\n prefetch = false");
+    const Config threaded = reader(settings + threads);
+    auto start = [&](const Config& reader, size_t rank) {
+      auto source = MinibatchSource::from_config(reader);
+      if (reading == 2) {
+        source->set_v2_limits(kInfinitelyRepeat, 2);
+      } else {
+        source->start_epoch(minibatch, epoch_index, epoch_size, rank, workers);
+      }
+      return source;
+    };
+    auto next = [&](MinibatchSource& source, size_t rank, Minibatch& mb) {
+      return reading == 2 ? source.next_minibatch_v2(minibatch, workers, rank, mb)
+                          : source.next_minibatch(mb);
+    };
+
+    std::multiset<std::string> seen;
+    size_t samples = 0;
+    std::vector<std::vector<std::string>> reference(workers);
+    std::vector<std::vector<ReaderState>> states(workers);
+    for (size_t rank = 0; rank < workers; ++rank) {
+      auto source = start(plain, rank);
+      Minibatch mb;
+      states[rank].push_back(ReaderState::from_json(source->state().to_json()));
+      while (next(*source, rank, mb)) {
+        reference[rank].push_back(describe(mb));
+        states[rank].push_back(ReaderState::from_json(source->state().to_json()));
+        samples += mb.streams[0].layout.num_samples();
+        if (packing != 2) {
+          for (const std::string& k : keys_of(mb)) seen.insert(k);
+        }
+      }
+    }
+    if (reading == 0) {
+      EXPECT_EQ(samples, corpus.samples());
+      if (packing != 2) {
+        EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), seen.size()) << "read twice";
+        EXPECT_EQ(seen.size(), packing == 0 ? 260u : 700u);
+      }
+    } else if (reading == 2) {
+      EXPECT_EQ(samples, 2 * corpus.samples());
+    }
+
+    for (size_t rank = 0; rank < workers; ++rank) {
+      auto source = start(threaded, rank);
+      Minibatch mb;
+      std::vector<std::string> got;
+      while (next(*source, rank, mb)) got.push_back(describe(mb));
+      EXPECT_EQ(got, reference[rank]) << "rank " << rank << " with loader threads";
+
+      const size_t cut = pick(reference[rank].size() + 1);  // states[rank][cut]: after `cut` minibatches
+      auto resumed = start(pick(2) == 0 ? threaded : plain, rank);
+      resumed->restore(states[rank][cut]);
+      std::vector<std::string> rest;
+      while (next(*resumed, rank, mb)) rest.push_back(describe(mb));
+      EXPECT_EQ(rest, std::vector<std::string>(reference[rank].begin() + static_cast<ptrdiff_t>(cut),
+                                               reference[rank].end()))
+          << "rank " << rank << " restored after " << cut << " minibatches";
+    }
+  }
 }
 
 TEST(SourceErrors, BadArgumentsAreUsageErrors) {
