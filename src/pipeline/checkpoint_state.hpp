@@ -23,9 +23,10 @@ class CheckpointState {
 
   /// Positions the enumerator and the packer at the start of the epoch `config` describes.
   void begin(const EpochConfiguration& config);
-  /// A new minibatch size or worker split, continuing from the last minibatch returned (the packer starts
-  /// empty).
-  void resplit(const EpochConfiguration& config);
+  /// A new minibatch size or worker split, continuing from the last minibatch returned. The packer starts
+  /// empty, except truncated BPTT's slots when `same_workers` and the new size gives as many slots: they keep
+  /// what they held.
+  void resplit(const EpochConfiguration& config, bool same_workers);
   /// Positions the enumerator and the packer at `state` (any ReaderState, also a merged one or one of another
   /// configuration) in the epoch `config` describes.
   void restore(const ReaderState& state, const EpochConfiguration& config);

@@ -138,7 +138,9 @@ class ComposedSource final : public MinibatchSource {
       apply_pending_restore();
     } else if (book_.v2_split_changes(minibatch_size, num_partitions, partition_index)) {
       read_ahead_.discard();
-      checkpoint_.resplit(book_.resplit_v2(minibatch_size, num_partitions, partition_index));
+      const bool same_workers =
+          num_partitions == book_.config().num_workers && partition_index == book_.config().worker_rank;
+      checkpoint_.resplit(book_.resplit_v2(minibatch_size, num_partitions, partition_index), same_workers);
     }
     return next_minibatch(out);
   }

@@ -156,8 +156,43 @@ TEST(CheckpointState, AResplitContinuesFromTheLastMinibatchTaken) {
   }
   packer->read_minibatch();  // read ahead, never taken
   config.minibatch_size_in_samples = 4;
-  checkpoint.resplit(config);
+  checkpoint.resplit(config, true);
   EXPECT_EQ(packer->read_minibatch().keys, (std::vector<std::string>{"6", "7", "8", "9"}));
+}
+
+// Truncated BPTT, a new minibatch size mid-stream (cntk.io's next_minibatch with another size): with as many
+// slots the slots keep what they held and the stream goes on exactly; with another slot count (or another
+// worker) the slots start empty as in CNTK, and what they held is not delivered.
+TEST(CheckpointState, ABpttResplitToAsManySlotsKeepsWhatTheSlotsHeld) {
+  EpochConfiguration config = epoch_config(kRequestDataSize, 1, 0, true);
+  config.minibatch_size_in_samples = 6;  // 3 slots of 2 samples
+  config.truncation_length = 2;
+  Pipeline reference(2);
+  reference.checkpoint->begin(config);
+  reference.take();
+  reference.take();
+  const std::vector<std::string> rest = reference.take_all();
+
+  Pipeline resized(2);
+  resized.checkpoint->begin(config);
+  resized.take();
+  resized.take();
+  resized.packer->read_minibatch();  // read ahead, never taken: the resplit goes back before it
+  EpochConfiguration seven = config;
+  seven.minibatch_size_in_samples = 7;  // still 3 slots
+  resized.checkpoint->resplit(seven, true);
+  EXPECT_EQ(resized.take_all(), rest);
+
+  Pipeline more_slots(2);
+  more_slots.checkpoint->begin(config);
+  more_slots.take();
+  more_slots.take();
+  EpochConfiguration eight = config;
+  eight.minibatch_size_in_samples = 8;  // 4 slots
+  more_slots.checkpoint->resplit(eight, true);
+  const std::vector<std::string> after = more_slots.take_all();
+  EXPECT_NE(after, rest);
+  EXPECT_EQ(after.front().find("@0:-"), std::string::npos) << "a slot kept a sequence begun before: " << after[0];
 }
 
 TEST(CheckpointState, TheReaderStateNamesTheWorkersOfTheConfiguration) {
