@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -200,6 +203,111 @@ TEST_F(ImageCheckpointTest, ReadersWithoutRandomTransformsRecordNoDrawsAndRefuse
                UsageError);
   EXPECT_THROW(ReaderState::from_json(R"({"minibatchSourcePosition": 0, "transformDraws": [3]})"),
                UsageError);
+}
+
+// Random combinations of transforms and reader settings (a fixed seed; CNTKIO_RANDOM_ROUNDS=n runs more): for
+// each, any loader thread count and prefetch give the same pixels, a restore from the JSON state after any
+// minibatch continues with exactly the pixels that followed, and a v1 epoch of one sweep gives every image
+// once across the workers.
+TEST_F(ImageCheckpointTest, RandomTransformsAndSettingsKeepTheirInvariants) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  auto ratio = [&] {
+    const size_t low = 3 + pick(5);
+    return "0." + std::to_string(low) + ":0." + std::to_string(low + pick(10 - low));
+  };
+  const char* rounds_text = std::getenv("CNTKIO_RANDOM_ROUNDS");
+  const size_t rounds = rounds_text != nullptr ? std::stoul(rounds_text) : 12;
+  for (size_t round = 0; round < rounds; ++round) {
+    std::vector<std::string> steps;
+    switch (pick(4)) {
+      case 0:
+        break;
+      case 1:
+        steps.push_back("[ type = \"Crop\" ; cropType = \"Center\" ; sideRatio = " + ratio() + " ]");
+        break;
+      case 2:
+        steps.push_back("[ type = \"Crop\" ; cropType = \"RandomSide\" ; sideRatio = " + ratio() +
+                        " ; jitterType = \"UniRatio\" ; hflip = " + (pick(2) ? "true" : "false") + " ]");
+        break;
+      default:
+        steps.push_back("[ type = \"Crop\" ; cropType = \"RandomArea\" ; areaRatio = " + ratio() +
+                        " ; aspectRatio = 0.8:1.2 ]");
+        break;
+    }
+    steps.push_back("[ type = \"Scale\" ; width = " + std::to_string(3 + pick(5)) +
+                    " ; height = " + std::to_string(3 + pick(5)) + " ; channels = 3 ; interpolations = \"" +
+                    std::vector<std::string>{"linear", "nearest", "cubic"}[pick(3)] + "\" ]");
+    if (pick(2)) steps.push_back("[ type = \"Color\" ; brightnessRadius = 0.2 ; contrastRadius = 0.3 ]");
+    if (pick(2)) {
+      steps.push_back("[ type = \"Intensity\" ; intensityStdDev = 0.1 ; intensityFile = \"" +
+                      (dir_ / "eigen.xml").string() + "\" ]");
+    }
+    if (pick(2)) steps.push_back("[ type = \"Transpose\" ]");
+    std::string chain;
+    for (const std::string& step : steps) chain += (chain.empty() ? "" : " : ") + step;
+    std::string settings = pick(4) == 0
+                               ? "randomize = false\n"
+                               : "randomize = true ; randomizationSeed = " + std::to_string(pick(4)) + "\n";
+    const size_t minibatch = 1 + pick(5);
+    const size_t workers = 1 + pick(3);
+    const bool v2 = pick(3) == 0;
+    const size_t epoch_index = pick(3);
+    const std::string threads = std::vector<std::string>{"loaderThreads = 1", "loaderThreads = 2",
+                                                         "loaderThreads = 3 ; prefetch = false"}[pick(3)];
+    SCOPED_TRACE(settings + threads + " | " + chain + " | mb " + std::to_string(minibatch) + " workers " +
+                 std::to_string(workers) + (v2 ? " v2" : " epoch " + std::to_string(epoch_index)));
+    auto make = [&](const std::string& loaders) {
+      const std::string text = "reader = [ traceLevel = 0 ; " + settings + loaders +
+                               "\n deserializers = ([ type = \"ImageDeserializer\"\n file = \"" +
+                               (dir_ / "map.txt").string() + "\"\n input = [ features = [ transforms = (" +
+                               chain + ") ]\n labels = [ labelDim = 4 ] ] ]) ]";
+      auto source = MinibatchSource::from_config(Config::from_text(text).get_block("reader"));
+      if (v2) source->set_v2_limits(kInfinitelyRepeat, 2);
+      return source;
+    };
+    auto start = [&](MinibatchSource& source, size_t rank) {
+      if (!v2) source.start_epoch(minibatch, epoch_index, kImages, rank, workers);
+    };
+    auto next = [&](MinibatchSource& source, size_t rank, Minibatch& mb) {
+      return v2 ? source.next_minibatch_v2(minibatch, workers, rank, mb) : source.next_minibatch(mb);
+    };
+    std::multiset<std::string> keys;
+    testing::internal::CaptureStderr();  // a fresh reader asked for a later epoch says it reads earlier ones
+    for (size_t rank = 0; rank < workers; ++rank) {
+      auto plain = make("loaderThreads = 0 ; prefetch = false");
+      start(*plain, rank);
+      std::vector<std::string> reference;
+      std::vector<std::string> states;
+      Minibatch mb;
+      states.push_back(plain->state().to_json());
+      while (next(*plain, rank, mb)) {
+        reference.push_back(render(mb));
+        states.push_back(plain->state().to_json());
+        keys.insert(mb.keys.begin(), mb.keys.end());
+      }
+      auto threaded = make(threads);
+      start(*threaded, rank);
+      std::vector<std::string> got;
+      while (next(*threaded, rank, mb)) got.push_back(render(mb));
+      EXPECT_EQ(got, reference) << "rank " << rank << " with loader threads";
+
+      const size_t cut = pick(reference.size() + 1);
+      auto resumed = make(pick(2) ? threads : "loaderThreads = 0");
+      start(*resumed, rank);
+      resumed->restore(ReaderState::from_json(states[cut]));
+      std::vector<std::string> rest;
+      while (next(*resumed, rank, mb)) rest.push_back(render(mb));
+      EXPECT_EQ(rest,
+                std::vector<std::string>(reference.begin() + static_cast<ptrdiff_t>(cut), reference.end()))
+          << "rank " << rank << " restored after " << cut << " minibatches";
+    }
+    testing::internal::GetCapturedStderr();
+    if (!v2) {
+      EXPECT_EQ(keys.size(), kImages);
+      EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()).size(), kImages) << "an image twice";
+    }
+  }
 }
 
 }  // namespace

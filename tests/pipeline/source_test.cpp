@@ -438,18 +438,18 @@ TEST(SourceReadAhead, ARestoreBeforeTheFirstReadLoadsOnlyTheRestoredWindow) {
   fs::remove_all(dir);
 }
 
-// Random combinations of the reader's settings (a fixed seed: the same combinations every run; ROUNDS=n in
-// the environment runs more), each checked for what must hold whatever the settings: the same minibatches for
-// any loader thread count and prefetch; a restore from any recorded state continuing with exactly the
-// minibatches that followed it; and, in a v1 epoch of one sweep, every sequence (in frame mode every sample)
-// exactly once across the workers.
+// Random combinations of the reader's settings (a fixed seed: the same combinations every run;
+// CNTKIO_RANDOM_ROUNDS=n in the environment runs more), each checked for what must hold whatever the
+// settings: the same minibatches for any loader thread count and prefetch; a restore from any recorded state
+// continuing with exactly the minibatches that followed it; and, in a v1 epoch of one sweep, every sequence
+// (in frame mode every sample) exactly once across the workers.
 TEST(SourceThreads, RandomReaderConfigurationsKeepTheirInvariants) {
   const Corpus sequences(260);
   const Corpus frames(700, false, 1);
   const Corpus labelled(220, true);
   std::mt19937_64 rng(2026);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
-  const char* rounds_text = std::getenv("ROUNDS");
+  const char* rounds_text = std::getenv("CNTKIO_RANDOM_ROUNDS");
   const size_t rounds = rounds_text != nullptr ? std::stoul(rounds_text) : 40;
   for (size_t round = 0; round < rounds; ++round) {
     const size_t packing = pick(3);  // 0 sequences, 1 frames, 2 truncated BPTT
