@@ -5,7 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -536,4 +538,98 @@ TEST(HtkReader, FlatLegacyConfigReadsLikeTheCompositeOne) {
   const std::vector<Delivered> in_order = htk_test::read_epoch(*none, 100000, 0, kFullSweep);
   ASSERT_EQ(in_order.size(), corpus.utterances.size());
   for (size_t i = 0; i < in_order.size(); ++i) EXPECT_EQ(in_order[i].key, corpus.utterances[i].key);
+}
+
+// Random combinations of the HTK reader's settings (a fixed seed; CNTKIO_RANDOM_ROUNDS=n runs more): frame,
+// sequence or truncated-BPTT packing, context windows, randomization windows and seeds, minibatch sizes, 1-3
+// workers, v1 epochs or v2 reading. Each must give the same minibatches for any loader thread count and
+// prefetch, continue exactly from the JSON state after any minibatch, and, in a v1 epoch of one sweep,
+// deliver every frame once across the workers.
+TEST(HtkReader, RandomSettingsKeepTheirInvariants) {
+  TempDir dir;
+  const Corpus corpus = htk_test::make_corpus(dir);
+  std::mt19937_64 rng(31);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  const char* rounds_text = std::getenv("CNTKIO_RANDOM_ROUNDS");
+  const size_t rounds = rounds_text != nullptr ? std::stoul(rounds_text) : 16;
+  for (size_t round = 0; round < rounds; ++round) {
+    const size_t packing = pick(3);  // 0 frames, 1 sequences, 2 truncated BPTT
+    std::string settings = packing == 0 ? "frameMode = true\n" : "frameMode = false\n";
+    if (packing == 2)
+      settings += "truncated = true\ntruncationLength = " + std::to_string(2 + pick(9)) + "\n";
+    if (pick(4) == 0) {
+      settings += "randomize = false\n";
+    } else {
+      settings += "randomize = true\nrandomizationSeed = " + std::to_string(pick(4)) + "\n";
+      if (pick(2)) settings += "randomizationWindow = " + std::to_string(50 + pick(600)) + "\n";
+    }
+    const size_t context = packing == 0 && pick(2) ? 1 + 2 * pick(3) : 1;
+    const std::string features = context > 1 ? "contextWindow = " + std::to_string(context) + "\n" : "";
+    const size_t minibatch = packing == 2 ? 10 + pick(40) : 1 + pick(120);
+    const size_t workers = packing == 2 ? 1 : 1 + pick(3);
+    const bool v2 = pick(3) == 0;
+    const std::string threads = std::vector<std::string>{"loaderThreads = 1\n", "loaderThreads = 2\n",
+                                                         "loaderThreads = 3\nprefetch = false\n"}[pick(3)];
+    SCOPED_TRACE(settings + features + threads + "mb " + std::to_string(minibatch) + " workers " +
+                 std::to_string(workers) + (v2 ? " v2" : " v1"));
+    auto make = [&](const std::string& loaders) {
+      auto source = htk_test::open_reader(htk_test::composite_reader(corpus, settings + loaders, features));
+      if (v2) source->set_v2_limits(kInfinitelyRepeat, 2);
+      return source;
+    };
+    auto start = [&](MinibatchSource& source, size_t rank) {
+      if (!v2) source.start_epoch(minibatch, 0, kFullSweep, rank, workers);
+    };
+    auto next = [&](MinibatchSource& source, size_t rank, Minibatch& mb) {
+      return v2 ? source.next_minibatch_v2(minibatch, workers, rank, mb) : source.next_minibatch(mb);
+    };
+    auto render = [](const Minibatch& mb) {
+      std::string out;
+      for (const std::string& key : mb.keys) out += key + ",";
+      for (const StreamBatch& s : mb.streams) {
+        out.append(s.values.begin(), s.values.end());
+        for (const Layout::Entry& e : s.layout.entries) {
+          out +=
+              " " + std::to_string(e.row) + ":" + std::to_string(e.t_begin) + "-" + std::to_string(e.t_end);
+        }
+      }
+      return out;
+    };
+    std::map<std::pair<int, int>, int> seen;
+    for (size_t rank = 0; rank < workers; ++rank) {
+      auto plain = make("loaderThreads = 0\nprefetch = false\n");
+      start(*plain, rank);
+      std::vector<std::string> reference;
+      std::vector<std::string> states{plain->state().to_json()};
+      Minibatch mb;
+      while (next(*plain, rank, mb)) {
+        reference.push_back(render(mb));
+        states.push_back(plain->state().to_json());
+        for (const Delivered& d : htk_test::sequences_of(mb)) {
+          for (const std::vector<double>& sample : d.features)
+            ++seen[frame_id(sample, (context / 2) * corpus.dim)];
+        }
+      }
+      auto threaded = make(threads);
+      start(*threaded, rank);
+      std::vector<std::string> got;
+      while (next(*threaded, rank, mb)) got.push_back(render(mb));
+      EXPECT_EQ(got, reference) << "rank " << rank << " with loader threads";
+
+      const size_t cut = pick(reference.size() + 1);
+      auto resumed = make(pick(2) ? threads : "loaderThreads = 0\n");
+      start(*resumed, rank);
+      resumed->restore(ReaderState::from_json(states[cut]));
+      std::vector<std::string> rest;
+      while (next(*resumed, rank, mb)) rest.push_back(render(mb));
+      EXPECT_EQ(rest,
+                std::vector<std::string>(reference.begin() + static_cast<ptrdiff_t>(cut), reference.end()))
+          << "rank " << rank << " restored after " << cut << " minibatches";
+    }
+    if (!v2 && packing != 2) {
+      EXPECT_EQ(seen.size(), corpus.total_frames());
+      for (const auto& [id, n] : seen)
+        ASSERT_EQ(n, 1) << id.first << ":" << id.second << " read " << n << " times";
+    }
+  }
 }
