@@ -63,8 +63,8 @@ class Corpus {
     return Config::from_text(text).get_block("R").get_block("reader");
   }
 
-  // The same reader over the corpus converted to CBF, in chunks of at most `chunk_size` bytes.
-  Config cbf_reader(const std::string& extra, bool composite, size_t chunk_size) const {
+  // The corpus converted to CBF, in chunks of at most `chunk_size` bytes (once per size).
+  std::string cbf_file(size_t chunk_size) const {
     const std::string cbf = (dir_ / ("data_" + std::to_string(chunk_size) + ".cbf")).string();
     if (!fs::exists(cbf)) {
       ConvertOptions options;
@@ -73,11 +73,31 @@ class Corpus {
       options.log = [](std::string_view) {};
       convert_file(file_, DataFormat::kCtf, cbf, options);
     }
+    return cbf;
+  }
+
+  // The same reader over the corpus converted to CBF.
+  Config cbf_reader(const std::string& extra, bool composite, size_t chunk_size) const {
+    const std::string cbf = cbf_file(chunk_size);
     const std::string text =
         composite
             ? "R = [ reader = [ " + extra + "\n deserializers = ( [ type = CNTKBinaryFormatDeserializer\n " +
                   "file = \"" + cbf + "\" ] ) ] ]"
             : "R = [ reader = [ readerType = CNTKBinaryReader\n " + extra + "\n file = \"" + cbf + "\" ] ]";
+    return Config::from_text(text).get_block("R").get_block("reader");
+  }
+
+  // A composite reader joining the corpus in CTF with the corpus in CBF by sequence key; the CBF streams are
+  // renamed (cbf_x, cbf_y).
+  Config joined_reader(const std::string& extra, size_t chunk_size) const {
+    const std::string cbf = cbf_file(chunk_size);
+    const std::string text =
+        "R = [ reader = [ " + extra +
+        "\n deserializers = ( [ type = CNTKTextFormatDeserializer\n chunkSizeInBytes = " +
+        std::to_string(chunk_size) + "\n file = \"" + file_ +
+        "\"\n input = [ x = [ dim = 2 ; format = dense ]\n y = [ dim = 7 ; format = sparse ] ] ]"
+        " : [ type = CNTKBinaryFormatDeserializer\n file = \"" +
+        cbf + "\"\n input = [ cbf_x = [ alias = x ] ; cbf_y = [ alias = y ] ] ] ) ] ]";
     return Config::from_text(text).get_block("R").get_block("reader");
   }
 
@@ -483,16 +503,21 @@ TEST(SourceThreads, RandomReaderConfigurationsKeepTheirInvariants) {
     const size_t reading = pick(3);
     const size_t epoch_index = reading == 1 ? pick(3) : 0;
     const size_t epoch_size = reading == 1 ? 1 + pick(2 * corpus.samples()) : kFullSweep;
-    const bool binary = pick(3) == 0;  // the corpus converted to CBF
+    const size_t format =
+        pick(4);  // 0, 1: CTF; 2: the corpus converted to CBF; 3: CTF's x joined with CBF's y
     const std::string threads = std::vector<std::string>{"loaderThreads = 1", "loaderThreads = 2",
                                                          "loaderThreads = 3\n prefetch = false"}[pick(3)];
-    SCOPED_TRACE(settings + threads + (composite ? " composite" : "") + (binary ? " CBF" : " CTF") +
+    SCOPED_TRACE(settings + threads + (composite ? " composite" : "") +
+                 (format == 3   ? " CTF+CBF"
+                  : format == 2 ? " CBF"
+                                : " CTF") +
                  " chunk " + std::to_string(chunk_size) + " mb " + std::to_string(minibatch) + " workers " +
                  std::to_string(workers) + " reading " + std::to_string(reading) + " epoch " +
                  std::to_string(epoch_index) + "/" + std::to_string(epoch_size));
     auto reader = [&](const std::string& extra) {
-      return binary ? corpus.cbf_reader(extra, composite, chunk_size)
-                    : corpus.reader(extra, composite, chunk_size);
+      if (format == 3) return corpus.joined_reader(extra, chunk_size);
+      return format == 2 ? corpus.cbf_reader(extra, composite, chunk_size)
+                         : corpus.reader(extra, composite, chunk_size);
     };
     const Config plain = reader(settings + "loaderThreads = 0\n prefetch = false");
     const Config threaded = reader(settings + threads);
@@ -520,6 +545,13 @@ TEST(SourceThreads, RandomReaderConfigurationsKeepTheirInvariants) {
       states[rank].push_back(ReaderState::from_json(source->state().to_json()));
       while (next(*source, rank, mb)) {
         reference[rank].push_back(describe(mb));
+        if (format == 3) {  // the join: each sequence's CBF values are its CTF values
+          for (const StreamBatch& other : mb.streams) {
+            if (other.info.name == "cbf_x") {
+              EXPECT_EQ(other.values, mb.streams[0].values) << "a wrong join";
+            }
+          }
+        }
         states[rank].push_back(ReaderState::from_json(source->state().to_json()));
         samples += mb.streams[0].layout.num_samples();
         if (packing != 2) {
