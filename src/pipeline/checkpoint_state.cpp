@@ -14,9 +14,10 @@ void CheckpointState::begin(const EpochConfiguration& config) {
 void CheckpointState::resplit(const EpochConfiguration& config, bool same_workers) {
   enumerator_.set_configuration(config);
   packer_.set_configuration(config);
-  // Truncated BPTT with as many slots for the same worker: the slots are pulled again as a restore pulls them,
-  // and the stream goes on as if the size had not changed (CNTK empties them: what they held is lost).
-  if (same_workers && packer_state_.present && packer_state_.cursors.size() == packer_.state().cursors.size()) {
+  // Truncated BPTT with as many slots for the same worker: the slots are pulled again as a restore pulls
+  // them, and the stream goes on as if the size had not changed (CNTK empties them: what they held is lost).
+  if (same_workers && packer_state_.present &&
+      packer_state_.cursors.size() == packer_.state().cursors.size()) {
     enumerator_.restore(packer_state_.replay_from);
     if (packer_.restore(packer_state_)) {
       packer_state_ = packer_.state();

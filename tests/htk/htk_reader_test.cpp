@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
@@ -14,6 +14,7 @@
 #include "cntkio/errors.hpp"
 #include "htk_corpus.hpp"
 #include "pipeline/dump.hpp"
+#include "pipeline/settings_invariants.hpp"
 
 using namespace cntkio;
 using htk_test::Corpus;
@@ -550,9 +551,7 @@ TEST(HtkReader, RandomSettingsKeepTheirInvariants) {
   const Corpus corpus = htk_test::make_corpus(dir);
   std::mt19937_64 rng(31);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
-  const char* rounds_text = std::getenv("CNTKIO_RANDOM_ROUNDS");
-  const size_t rounds = rounds_text != nullptr ? std::stoul(rounds_text) : 16;
-  for (size_t round = 0; round < rounds; ++round) {
+  for (size_t round = 0; round < settings_test::rounds(16); ++round) {
     const size_t packing = pick(3);  // 0 frames, 1 sequences, 2 truncated BPTT
     std::string settings = packing == 0 ? "frameMode = true\n" : "frameMode = false\n";
     if (packing == 2)
@@ -572,18 +571,19 @@ TEST(HtkReader, RandomSettingsKeepTheirInvariants) {
                                                          "loaderThreads = 3\nprefetch = false\n"}[pick(3)];
     SCOPED_TRACE(settings + features + threads + "mb " + std::to_string(minibatch) + " workers " +
                  std::to_string(workers) + (v2 ? " v2" : " v1"));
-    auto make = [&](const std::string& loaders) {
+    settings_test::WorkerReading reading;
+    reading.make = [&](const std::string& loaders) {
       auto source = htk_test::open_reader(htk_test::composite_reader(corpus, settings + loaders, features));
       if (v2) source->set_v2_limits(kInfinitelyRepeat, 2);
       return source;
     };
-    auto start = [&](MinibatchSource& source, size_t rank) {
+    reading.start = [&](MinibatchSource& source, size_t rank) {
       if (!v2) source.start_epoch(minibatch, 0, kFullSweep, rank, workers);
     };
-    auto next = [&](MinibatchSource& source, size_t rank, Minibatch& mb) {
+    reading.next = [&](MinibatchSource& source, size_t rank, Minibatch& mb) {
       return v2 ? source.next_minibatch_v2(minibatch, workers, rank, mb) : source.next_minibatch(mb);
     };
-    auto render = [](const Minibatch& mb) {
+    reading.render = [](const Minibatch& mb) {
       std::string out;
       for (const std::string& key : mb.keys) out += key + ",";
       for (const StreamBatch& s : mb.streams) {
@@ -597,34 +597,14 @@ TEST(HtkReader, RandomSettingsKeepTheirInvariants) {
     };
     std::map<std::pair<int, int>, int> seen;
     for (size_t rank = 0; rank < workers; ++rank) {
-      auto plain = make("loaderThreads = 0\nprefetch = false\n");
-      start(*plain, rank);
-      std::vector<std::string> reference;
-      std::vector<std::string> states{plain->state().to_json()};
-      Minibatch mb;
-      while (next(*plain, rank, mb)) {
-        reference.push_back(render(mb));
-        states.push_back(plain->state().to_json());
-        for (const Delivered& d : htk_test::sequences_of(mb)) {
-          for (const std::vector<double>& sample : d.features)
-            ++seen[frame_id(sample, (context / 2) * corpus.dim)];
-        }
-      }
-      auto threaded = make(threads);
-      start(*threaded, rank);
-      std::vector<std::string> got;
-      while (next(*threaded, rank, mb)) got.push_back(render(mb));
-      EXPECT_EQ(got, reference) << "rank " << rank << " with loader threads";
-
-      const size_t cut = pick(reference.size() + 1);
-      auto resumed = make(pick(2) ? threads : "loaderThreads = 0\n");
-      start(*resumed, rank);
-      resumed->restore(ReaderState::from_json(states[cut]));
-      std::vector<std::string> rest;
-      while (next(*resumed, rank, mb)) rest.push_back(render(mb));
-      EXPECT_EQ(rest,
-                std::vector<std::string>(reference.begin() + static_cast<ptrdiff_t>(cut), reference.end()))
-          << "rank " << rank << " restored after " << cut << " minibatches";
+      settings_test::check_worker(reading, rank, "loaderThreads = 0\nprefetch = false\n", threads, rng,
+                                  [&](const Minibatch& mb) {
+                                    for (const Delivered& d : htk_test::sequences_of(mb)) {
+                                      for (const std::vector<double>& sample : d.features) {
+                                        ++seen[frame_id(sample, (context / 2) * corpus.dim)];
+                                      }
+                                    }
+                                  });
     }
     if (!v2 && packing != 2) {
       EXPECT_EQ(seen.size(), corpus.total_frames());

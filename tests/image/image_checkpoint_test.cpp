@@ -17,6 +17,7 @@
 #include "cntkio/config.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/minibatch_source.hpp"
+#include "pipeline/settings_invariants.hpp"
 
 namespace cntkio {
 namespace {
@@ -216,9 +217,7 @@ TEST_F(ImageCheckpointTest, RandomTransformsAndSettingsKeepTheirInvariants) {
     const size_t low = 3 + pick(5);
     return "0." + std::to_string(low) + ":0." + std::to_string(low + pick(10 - low));
   };
-  const char* rounds_text = std::getenv("CNTKIO_RANDOM_ROUNDS");
-  const size_t rounds = rounds_text != nullptr ? std::stoul(rounds_text) : 12;
-  for (size_t round = 0; round < rounds; ++round) {
+  for (size_t round = 0; round < settings_test::rounds(12); ++round) {
     std::vector<std::string> steps;
     switch (pick(4)) {
       case 0:
@@ -257,7 +256,8 @@ TEST_F(ImageCheckpointTest, RandomTransformsAndSettingsKeepTheirInvariants) {
                                                          "loaderThreads = 3 ; prefetch = false"}[pick(3)];
     SCOPED_TRACE(settings + threads + " | " + chain + " | mb " + std::to_string(minibatch) + " workers " +
                  std::to_string(workers) + (v2 ? " v2" : " epoch " + std::to_string(epoch_index)));
-    auto make = [&](const std::string& loaders) {
+    settings_test::WorkerReading reading;
+    reading.make = [&](const std::string& loaders) {
       const std::string text = "reader = [ traceLevel = 0 ; " + settings + loaders +
                                "\n deserializers = ([ type = \"ImageDeserializer\"\n file = \"" +
                                (dir_ / "map.txt").string() + "\"\n input = [ features = [ transforms = (" +
@@ -266,41 +266,18 @@ TEST_F(ImageCheckpointTest, RandomTransformsAndSettingsKeepTheirInvariants) {
       if (v2) source->set_v2_limits(kInfinitelyRepeat, 2);
       return source;
     };
-    auto start = [&](MinibatchSource& source, size_t rank) {
+    reading.start = [&](MinibatchSource& source, size_t rank) {
       if (!v2) source.start_epoch(minibatch, epoch_index, kImages, rank, workers);
     };
-    auto next = [&](MinibatchSource& source, size_t rank, Minibatch& mb) {
+    reading.next = [&](MinibatchSource& source, size_t rank, Minibatch& mb) {
       return v2 ? source.next_minibatch_v2(minibatch, workers, rank, mb) : source.next_minibatch(mb);
     };
+    reading.render = render;
     std::multiset<std::string> keys;
     testing::internal::CaptureStderr();  // a fresh reader asked for a later epoch says it reads earlier ones
     for (size_t rank = 0; rank < workers; ++rank) {
-      auto plain = make("loaderThreads = 0 ; prefetch = false");
-      start(*plain, rank);
-      std::vector<std::string> reference;
-      std::vector<std::string> states;
-      Minibatch mb;
-      states.push_back(plain->state().to_json());
-      while (next(*plain, rank, mb)) {
-        reference.push_back(render(mb));
-        states.push_back(plain->state().to_json());
-        keys.insert(mb.keys.begin(), mb.keys.end());
-      }
-      auto threaded = make(threads);
-      start(*threaded, rank);
-      std::vector<std::string> got;
-      while (next(*threaded, rank, mb)) got.push_back(render(mb));
-      EXPECT_EQ(got, reference) << "rank " << rank << " with loader threads";
-
-      const size_t cut = pick(reference.size() + 1);
-      auto resumed = make(pick(2) ? threads : "loaderThreads = 0");
-      start(*resumed, rank);
-      resumed->restore(ReaderState::from_json(states[cut]));
-      std::vector<std::string> rest;
-      while (next(*resumed, rank, mb)) rest.push_back(render(mb));
-      EXPECT_EQ(rest,
-                std::vector<std::string>(reference.begin() + static_cast<ptrdiff_t>(cut), reference.end()))
-          << "rank " << rank << " restored after " << cut << " minibatches";
+      settings_test::check_worker(reading, rank, "loaderThreads = 0 ; prefetch = false", threads, rng,
+                                  [&](const Minibatch& mb) { keys.insert(mb.keys.begin(), mb.keys.end()); });
     }
     testing::internal::GetCapturedStderr();
     if (!v2) {

@@ -192,7 +192,8 @@ TEST(CheckpointState, ABpttResplitToAsManySlotsKeepsWhatTheSlotsHeld) {
   more_slots.checkpoint->resplit(eight, true);
   const std::vector<std::string> after = more_slots.take_all();
   EXPECT_NE(after, rest);
-  EXPECT_EQ(after.front().find("@0:-"), std::string::npos) << "a slot kept a sequence begun before: " << after[0];
+  EXPECT_EQ(after.front().find("@0:-"), std::string::npos)
+      << "a slot kept a sequence begun before: " << after[0];
 }
 
 TEST(CheckpointState, TheReaderStateNamesTheWorkersOfTheConfiguration) {

@@ -16,6 +16,7 @@
 #include "cntkio/convert.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/minibatch_source.hpp"
+#include "pipeline/settings_invariants.hpp"
 
 namespace fs = std::filesystem;
 using namespace cntkio;
@@ -469,9 +470,7 @@ TEST(SourceThreads, RandomReaderConfigurationsKeepTheirInvariants) {
   const Corpus labelled(220, true);
   std::mt19937_64 rng(2026);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
-  const char* rounds_text = std::getenv("CNTKIO_RANDOM_ROUNDS");
-  const size_t rounds = rounds_text != nullptr ? std::stoul(rounds_text) : 40;
-  for (size_t round = 0; round < rounds; ++round) {
+  for (size_t round = 0; round < settings_test::rounds(40); ++round) {
     const size_t packing = pick(3);  // 0 sequences, 1 frames, 2 truncated BPTT
     const Corpus& corpus = packing == 1 ? frames : packing == 2 ? labelled : sequences;
     std::string settings;
@@ -503,8 +502,8 @@ TEST(SourceThreads, RandomReaderConfigurationsKeepTheirInvariants) {
     const size_t reading = pick(3);
     const size_t epoch_index = reading == 1 ? pick(3) : 0;
     const size_t epoch_size = reading == 1 ? 1 + pick(2 * corpus.samples()) : kFullSweep;
-    const size_t format =
-        pick(4);  // 0, 1: CTF; 2: the corpus converted to CBF; 3: CTF's x joined with CBF's y
+    // 0, 1: CTF; 2: the corpus converted to CBF; 3: the CTF corpus joined with the CBF one
+    const size_t format = pick(4);
     const std::string threads = std::vector<std::string>{"loaderThreads = 1", "loaderThreads = 2",
                                                          "loaderThreads = 3\n prefetch = false"}[pick(3)];
     SCOPED_TRACE(settings + threads + (composite ? " composite" : "") +
@@ -519,45 +518,38 @@ TEST(SourceThreads, RandomReaderConfigurationsKeepTheirInvariants) {
       return format == 2 ? corpus.cbf_reader(extra, composite, chunk_size)
                          : corpus.reader(extra, composite, chunk_size);
     };
-    const Config plain = reader(settings + "loaderThreads = 0\n prefetch = false");
-    const Config threaded = reader(settings + threads);
-    auto start = [&](const Config& reader, size_t rank) {
-      auto source = MinibatchSource::from_config(reader);
-      if (reading == 2) {
-        source->set_v2_limits(kInfinitelyRepeat, 2);
-      } else {
-        source->start_epoch(minibatch, epoch_index, epoch_size, rank, workers);
-      }
+    settings_test::WorkerReading reading_of;
+    reading_of.make = [&](const std::string& loaders) {
+      auto source = MinibatchSource::from_config(reader(settings + loaders));
+      if (reading == 2) source->set_v2_limits(kInfinitelyRepeat, 2);
       return source;
     };
-    auto next = [&](MinibatchSource& source, size_t rank, Minibatch& mb) {
+    reading_of.start = [&](MinibatchSource& source, size_t rank) {
+      if (reading != 2) source.start_epoch(minibatch, epoch_index, epoch_size, rank, workers);
+    };
+    reading_of.next = [&](MinibatchSource& source, size_t rank, Minibatch& mb) {
       return reading == 2 ? source.next_minibatch_v2(minibatch, workers, rank, mb)
                           : source.next_minibatch(mb);
     };
+    reading_of.render = describe;
 
     std::multiset<std::string> seen;
     size_t samples = 0;
-    std::vector<std::vector<std::string>> reference(workers);
-    std::vector<std::vector<ReaderState>> states(workers);
     for (size_t rank = 0; rank < workers; ++rank) {
-      auto source = start(plain, rank);
-      Minibatch mb;
-      states[rank].push_back(ReaderState::from_json(source->state().to_json()));
-      while (next(*source, rank, mb)) {
-        reference[rank].push_back(describe(mb));
-        if (format == 3) {  // the join: each sequence's CBF values are its CTF values
-          for (const StreamBatch& other : mb.streams) {
-            if (other.info.name == "cbf_x") {
-              EXPECT_EQ(other.values, mb.streams[0].values) << "a wrong join";
+      settings_test::check_worker(
+          reading_of, rank, "loaderThreads = 0\n prefetch = false", threads, rng, [&](const Minibatch& mb) {
+            if (format == 3) {  // the join: each sequence's CBF values are its CTF ones
+              for (const StreamBatch& other : mb.streams) {
+                if (other.info.name == "cbf_x") {
+                  EXPECT_EQ(other.values, mb.streams[0].values) << "a wrong join";
+                }
+              }
             }
-          }
-        }
-        states[rank].push_back(ReaderState::from_json(source->state().to_json()));
-        samples += mb.streams[0].layout.num_samples();
-        if (packing != 2) {
-          for (const std::string& k : keys_of(mb)) seen.insert(k);
-        }
-      }
+            samples += mb.streams[0].layout.num_samples();
+            if (packing != 2) {
+              for (const std::string& k : keys_of(mb)) seen.insert(k);
+            }
+          });
     }
     if (reading == 0) {
       EXPECT_EQ(samples, corpus.samples());
@@ -567,23 +559,6 @@ TEST(SourceThreads, RandomReaderConfigurationsKeepTheirInvariants) {
       }
     } else if (reading == 2) {
       EXPECT_EQ(samples, 2 * corpus.samples());
-    }
-
-    for (size_t rank = 0; rank < workers; ++rank) {
-      auto source = start(threaded, rank);
-      Minibatch mb;
-      std::vector<std::string> got;
-      while (next(*source, rank, mb)) got.push_back(describe(mb));
-      EXPECT_EQ(got, reference[rank]) << "rank " << rank << " with loader threads";
-
-      const size_t cut = pick(reference[rank].size() + 1);  // states[rank][cut]: after `cut` minibatches
-      auto resumed = start(pick(2) == 0 ? threaded : plain, rank);
-      resumed->restore(states[rank][cut]);
-      std::vector<std::string> rest;
-      while (next(*resumed, rank, mb)) rest.push_back(describe(mb));
-      EXPECT_EQ(rest, std::vector<std::string>(reference[rank].begin() + static_cast<ptrdiff_t>(cut),
-                                               reference[rank].end()))
-          << "rank " << rank << " restored after " << cut << " minibatches";
     }
   }
 }
