@@ -153,6 +153,20 @@ def test_random_settings_keep_their_invariants(tmp_path, round_number):
                 break
             rest.append(sequences_of(mb, resumed))
         assert rest == got[cut:], what + " restored before minibatch %d" % cut
+        if one_sweep and packing != "truncated":
+            # Restored into a reader asked for another minibatch size: the rest of the partition's sweep, once.
+            other = rng.randint(1, 60)
+            resized = make()
+            resized.restore_from_checkpoint(states[cut])
+            after = []
+            while True:
+                mb = resized.next_minibatch(other, num_data_partitions=partitions, partition_index=index)
+                if not mb:
+                    break
+                after += sequences_of(mb, resized)
+            before = [s for mb in got[:cut] for s in mb]
+            assert sorted(before + after) == sorted(s for mb in got for s in mb), \
+                what + " restored before minibatch %d and read in minibatches of %d" % (cut, other)
         delivered += [s for mb in got for s in mb]
 
     if one_sweep:
