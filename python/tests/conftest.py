@@ -38,11 +38,12 @@ def cli():
     return str(path)
 
 
-def write_ctf(path, lengths, label_dim=5):
-    """Sequence i has lengths[i] steps; step t: |f i t (dense, dim 2) and, on step 0 only, |l with the one-hot
-    index i % label_dim holding the value i + 1 (sparse). Returns the path as a string."""
+def write_ctf(path, lengths, label_dim=5, first=0):
+    """Sequence i has lengths[i - first] steps; step t: |f i t (dense, dim 2) and, on step 0 only, |l with the
+    one-hot index i % label_dim holding the value i + 1 (sparse). Ids start at `first` (shards of one corpus).
+    Returns the path as a string."""
     with open(path, "w") as out:
-        for i, n in enumerate(lengths):
+        for i, n in enumerate(lengths, start=first):
             for t in range(n):
                 label = " |l %d:%d" % (i % label_dim, i + 1) if t == 0 else ""
                 out.write("%d |f %d %d%s\n" % (i, i, t, label))

@@ -30,16 +30,8 @@ def served(tmp_path_factory):
     local, first = [], 0
     for k in range(SHARDS):
         count = rng.randint(2000, 6000)
-        path = folder / ("shard%d.ctf" % k)
-        write_ctf(path, [1 + (first + i) % 5 for i in range(count)])
-        rows = path.read_text().splitlines()
-        with open(path, "w") as out:  # renumber: this file's ids after the previous files'
-            for row in rows:
-                key, rest = row.split(" ", 1)
-                fields = rest.split(" ")
-                fields[1] = str(int(fields[1]) + first)
-                out.write("%d %s\n" % (int(key) + first, " ".join(fields)))
-        local.append(str(path))
+        local.append(write_ctf(folder / ("shard%d.ctf" % k), [1 + (first + i) % 5 for i in range(count)],
+                               first=first))
         first += count
     with servers.Nginx(folder) as nginx:
         yield local, [nginx.url + "/" + os.path.basename(p) for p in local], nginx
@@ -93,7 +85,8 @@ def test_small_remote_blocks_read_over_http_as_locally(served, cli, tmp_path, ro
     chosen = sorted(rng.sample(range(SHARDS), rng.randint(1, SHARDS)))
     env = dict(os.environ, CNTKIO_REMOTE_BLOCK_SIZE=str(4096 << rng.randint(0, 4)),
                CNTKIO_REMOTE_READ_AHEAD=str(rng.choice([0, 1, 4, 16])), CNTKIO_CACHE_DIR=str(tmp_path / "cache"))
-    settings = "randomize = false" if rng.random() < 0.3 else "randomize = true ; randomizationSeed = %d" % rng.randint(0, 9)
+    settings = ("randomize = false" if rng.random() < 0.3
+                else "randomize = true ; randomizationSeed = %d" % rng.randint(0, 9))
 
     def dump(files):
         config = tmp_path / "r.cntk"
@@ -102,8 +95,8 @@ def test_small_remote_blocks_read_over_http_as_locally(served, cli, tmp_path, ro
                           ' labels = [ alias = l ; dim = 5 ; format = sparse ] ] ] ) ] ]\n'
                           % (settings, ":".join('"%s"' % f for f in files)))
         result = subprocess.run([cli, "dump", "--config", str(config), "--section", "r", "--mb-size",
-                                 str(rng.randint(5, 300)), "--epochs", "1", "--separate-layouts"], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                 str(rng.randint(5, 300)), "--epochs", "1", "--separate-layouts"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert result.returncode == 0, result.stderr
         return result.stdout
 
