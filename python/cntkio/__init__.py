@@ -82,3 +82,13 @@ __all__ = [
     "TraceLevel", "UserDeserializer", "UserMinibatchSource", "Value", "merge_checkpoint_states",
     "sequence_to_cntk_text_format", "transforms", "typing", "worker_from_environment",
 ]
+
+
+def __getattr__(name):
+    # `import cntkio` then `cntkio.io`, as `import cntk` then `cntk.io`: imported on first use (io imports this
+    # package, so it cannot be imported above).
+    if name == "io":
+        import importlib
+
+        return importlib.import_module(".io", __name__)
+    raise AttributeError("module 'cntkio' has no attribute %r" % name)

@@ -19,7 +19,8 @@ from . import _core
 
 
 class Record(dict):
-    """A dict whose items are also attributes (cntk.variables.Record); ``StreamDefs`` is this class."""
+    """A dict whose items are also attributes (cntk.variables.Record); ``StreamDefs`` is this class. As CNTK's,
+    its attributes cannot be assigned (``updated_with`` makes a changed copy); items can."""
 
     def __getattr__(self, name):
         try:
@@ -28,7 +29,13 @@ class Record(dict):
             raise AttributeError(name) from None
 
     def __setattr__(self, name, value):
-        self[name] = value
+        raise AttributeError("record is immutable: use updated_with(%s=...) for a changed copy" % name)
+
+    def updated_with(self, **kwargs):
+        """A copy of this record with the given items added or replaced."""
+        changed = dict(self)
+        changed.update(kwargs)
+        return type(self)(**changed)
 
 
 StreamDefs = Record
@@ -324,8 +331,7 @@ def HTKFeatureDeserializer(streams):
       65535, sets no limit, as in cntk.io.
 
     ``field`` must be left unset. Several streams become several HTK feature deserializers joined by
-    utterance key, the first one primary, as in cntk.io. One SCP file per stream, as CNTK's reader takes:
-    a list of several is a ValueError.
+    utterance key, the first one primary, as in cntk.io.
     """
     _distinct_names(streams, "HTKFeatureDeserializer")
     specs = []
@@ -417,7 +423,11 @@ def _image_deserializer(type_name, filename, streams, max_image_pixels=None, max
             if image_stream is not None:
                 raise ValueError("%s: streams '%s' and '%s' both have field 'image'" % (type_name, image_stream, name))
             image_stream = name
-            transforms = list(s.get("transforms") or [])
+            transforms = s.get("transforms") or []
+            if isinstance(transforms, dict):  # one transform where a list is due: cntk.io refuses it too
+                raise TypeError("%s: stream %s: transforms must be a list of transforms, got a single one: %r "
+                                "(write [transform])" % (type_name, name, transforms))
+            transforms = list(transforms)
             _warn_unused_fields(type_name, name, s, ("transforms",), {"dim": " (the transforms set the image size)"},
                                 stacklevel=4)
         elif alias == "label":

@@ -92,12 +92,44 @@ class StreamInformation:
         self.alias = alias
         self.defines_mb_size = bool(defines_mb_size)
 
-    m_name = property(lambda self: self.name)
-    m_id = property(lambda self: self.id)
-    m_storage_format = property(lambda self: StorageFormat.SparseCSC if self.is_sparse else StorageFormat.Dense)
-    m_element_type = property(lambda self: DataType.Double if self.dtype == np.float64 else DataType.Float)
-    m_sample_layout = property(lambda self: self.shape)
-    m_defines_mb_size = property(lambda self: self.defines_mb_size)
+    # CNTK's fields are writable (its own constructor assigns them); assigning one sets the field it mirrors.
+    def _set_name(self, value):
+        self.name = str(value)
+
+    def _set_id(self, value):
+        self.id = int(value)
+
+    def _set_storage(self, value):
+        if value in (StorageFormat.Dense, "dense"):
+            self.storage_format = "dense"
+        elif value in (StorageFormat.SparseCSC, "sparse"):
+            self.storage_format = "sparse"
+        else:
+            raise ValueError("m_storage_format must be StorageFormat.Dense or StorageFormat.SparseCSC, got %r"
+                             % (value,))
+
+    def _set_element_type(self, value):
+        if value == DataType.Float:
+            self.dtype = np.float32
+        elif value == DataType.Double:
+            self.dtype = np.float64
+        else:
+            raise ValueError("m_element_type must be DataType.Float or DataType.Double, got %r" % (value,))
+
+    def _set_shape(self, value):
+        self.shape = (int(value),) if isinstance(value, (int, np.integer)) else tuple(int(d) for d in value)
+
+    def _set_defines(self, value):
+        self.defines_mb_size = bool(value)
+
+    m_name = property(lambda self: self.name, _set_name)
+    m_id = property(lambda self: self.id, _set_id)
+    m_storage_format = property(lambda self: StorageFormat.SparseCSC if self.is_sparse else StorageFormat.Dense,
+                                _set_storage)
+    m_element_type = property(lambda self: DataType.Double if self.dtype == np.float64 else DataType.Float,
+                              _set_element_type)
+    m_sample_layout = property(lambda self: self.shape, _set_shape)
+    m_defines_mb_size = property(lambda self: self.defines_mb_size, _set_defines)
     sample_shape = property(lambda self: self.shape)
     is_sparse = property(lambda self: self.storage_format == "sparse")
 
@@ -149,6 +181,8 @@ class MinibatchData:
             arrays["value"] = v.reshape(v.shape[:-1] + tuple(sample_shape))
         self = cls.__new__(cls)
         self._value = Value._from_arrays(arrays, packing)
+        if "value" not in arrays and info is not None and len(info.shape) > 1:
+            self._value._sample_shape = tuple(info.shape)  # a sparse sample of several axes: its logical shape
         self._num_sequences = arrays["num_sequences"]
         self._num_samples = arrays["num_samples"]
         self._end_of_sweep = bool(end_of_sweep)

@@ -11,9 +11,13 @@ randomizer schedules by); later ``get_chunk(i)`` again, from the loader threads 
 chunk the reader needs. ``get_chunk`` must therefore return the same data each time it is called.
 """
 
+import os
+import threading
+
 import numpy as np
 
 from . import _core
+from ._deserializers import Record
 
 _TYPE_NAME = "PythonUserDeserializer"  # the type registered by the C++ bridge
 
@@ -55,11 +59,17 @@ def _describe(user):
 
 
 class _Adapter:
-    """What the C++ bridge calls: checks the user's answers once and hands chunks over as flat arrays."""
+    """What the C++ bridge calls: checks the user's answers once and hands chunks over as flat arrays.
+
+    The loader threads may want several chunks at once; ``get_chunk`` is called by one of them at a time (as
+    CNTK did): user code written for CNTK keeps state between calls (a shared file handle, the global random
+    generator seeded per chunk) that overlapping calls would mix up."""
 
     def __init__(self, user):
         self.user = user
         self.name = _describe(user)
+        self._lock = threading.Lock()
+        self._lock_pid = os.getpid()
         infos = list(user.stream_infos())
         if not infos:
             raise ValueError("%s.stream_infos() returned no stream" % self.name)
@@ -87,9 +97,6 @@ class _Adapter:
             if any(d <= 0 for d in shape):
                 raise ValueError("%s.stream_infos(): stream '%s' has shape %r; every dimension must be positive"
                                  % (self.name, name, shape))
-            if storage == "sparse" and len(shape) != 1:
-                raise ValueError("%s.stream_infos(): sparse stream '%s' needs a one-dimensional shape, not %r"
-                                 % (self.name, name, shape))
             dim = int(np.prod(shape)) if shape else 1
             defines = bool(getattr(info, "m_defines_mb_size", getattr(info, "defines_mb_size", False)))
             self.streams.append((name, storage == "sparse", shape, dim, defines))
@@ -99,6 +106,14 @@ class _Adapter:
         if count >= 2 ** 32 - 1:
             raise ValueError("%s.num_chunks() returned %d; at most %d chunks" % (self.name, count, 2 ** 32 - 2))
         self.num_chunks = int(count)
+        # As cntk.io's: the streams by name, for get_chunk (self.streams.x.name) and the user's other code.
+        user.streams = Record(**{getattr(info, "m_name", None) or info.name: info for info in infos})
+
+    def _user_chunk(self, chunk_id):
+        if self._lock_pid != os.getpid():  # a forked child: the parent's lock may have been held at the fork
+            self._lock, self._lock_pid = threading.Lock(), os.getpid()
+        with self._lock:
+            return self.user.get_chunk(chunk_id)
 
     def stream_list(self):
         """(name, sparse, C++ sample shape (column-major: NumPy's reversed), defines_mb_size) per stream."""
@@ -111,7 +126,7 @@ class _Adapter:
         dense); lengths int64 per sequence."""
         dtype = np.dtype(dtype_name)
         where = "%s.get_chunk(%d)" % (self.name, chunk_id)
-        data = self.user.get_chunk(chunk_id)
+        data = self._user_chunk(chunk_id)
         if not hasattr(data, "get"):
             raise TypeError("%s returned %s; it must return a dict stream name -> data" % (where, type(data).__name__))
         out = []

@@ -191,6 +191,10 @@ class Value:
             raise ValueError("Value.one_hot: dtype must be float32 or float64, got %r" % (dtype,))
         if isinstance(batch, np.ndarray):
             batch = batch.tolist()
+        if not isinstance(batch, (list, tuple)) or any(
+                not isinstance(sequence, (list, tuple, np.ndarray)) for sequence in batch):
+            raise ValueError("Value.one_hot: input must be a list of list of integers (one list per sequence), "
+                             "got %r" % (batch,))
         sequences = []
         for sequence in batch:
             indices = [int(i) for i in (sequence.tolist() if isinstance(sequence, np.ndarray) else sequence)]

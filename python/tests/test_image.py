@@ -468,3 +468,10 @@ def test_image_size_limits_are_deserializer_keywords(images):
         read_all(cntkio.MinibatchSource(d, randomize=False, max_sweeps=1))
     with pytest.raises(ValueError, match="max_image_bytes"):
         cntkio.ImageDeserializer("map.txt", image_streams([]), max_image_bytes=0)
+
+
+def test_a_single_transform_where_a_list_is_due_is_named():
+    # cntk.io refuses transforms=<one transform> too; the message says what to write
+    scale = T.scale(width=4, height=4, channels=3)
+    with pytest.raises(TypeError, match=r"list of transforms.*\[transform\]"):
+        cntkio.ImageDeserializer("map.txt", cntkio.StreamDefs(f=cntkio.StreamDef(field="image", transforms=scale)))

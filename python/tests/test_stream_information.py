@@ -49,3 +49,32 @@ def test_a_readers_infos_carry_the_file_alias_and_flags(tmp_path):
     f = source.streams.features
     assert f.alias == "f" and f.m_name == "features" and f.m_element_type == cntkio.DataType.Float
     assert source.streams.labels.m_storage_format == cntkio.StorageFormat.SparseCSC
+
+
+def test_cntk_fields_can_be_assigned():
+    # CNTK's StreamInformation fields are plain attributes; its own constructor assigns them
+    info = cntkio.StreamInformation("f", 0, "dense", np.float32, (3,))
+    info.m_name, info.m_id, info.m_defines_mb_size, info.m_sample_layout = "g", 2, True, (2, 2)
+    info.m_storage_format, info.m_element_type = cntkio.StorageFormat.SparseCSC, cntkio.DataType.Double
+    assert (info.name, info.id, info.defines_mb_size, info.shape) == ("g", 2, True, (2, 2))
+    assert info.is_sparse and info.dtype == np.float64
+    with pytest.raises(ValueError):
+        info.m_element_type = cntkio.DataType.Unknown
+
+
+def test_records_are_immutable_and_update_by_copy():
+    # cntk.variables.Record: attributes cannot be assigned; updated_with gives a changed copy
+    defs = cntkio.StreamDefs(a=1)
+    with pytest.raises(AttributeError, match="immutable"):
+        defs.b = 2
+    changed = defs.updated_with(a=2, b=3)
+    assert changed == {"a": 2, "b": 3} and changed.b == 3 and defs == {"a": 1}
+    assert isinstance(changed, cntkio.Record)
+
+
+def test_cntk_io_transforms_imports_as_in_cntk():
+    import importlib
+
+    transforms = importlib.import_module("cntkio.io.transforms")
+    assert transforms is cntkio.transforms
+    assert cntkio.io.transforms is cntkio.transforms  # `import cntkio` then `cntkio.io`, as with cntk

@@ -425,3 +425,90 @@ def test_exiting_while_the_reader_loads_a_python_chunk_is_clean(tmp_path):
         done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
         assert done.returncode == 0 and done.stdout == "read\n", done.stderr
         assert "Fatal Python error" not in done.stderr
+
+
+class _Overlaps(io.UserDeserializer):
+    """Counts how many get_chunk calls run at once; each call releases the GIL (sleep) in its middle and keeps
+    state between its halves in the global random generator, as CNTK's io_tests GenDeserializer does."""
+
+    def __init__(self, chunks):
+        super().__init__()
+        import threading
+
+        self.chunks = chunks
+        self.active = 0
+        self.most = 0
+        self.guard = threading.Lock()
+
+    def stream_infos(self):
+        return [io.StreamInformation("x", 0, "dense", np.float32, (2,))]
+
+    def num_chunks(self):
+        return self.chunks
+
+    def get_chunk(self, chunk_id):
+        import random
+        import time
+
+        with self.guard:
+            self.active += 1
+            self.most = max(self.most, self.active)
+        random.seed(chunk_id)
+        time.sleep(0.002)
+        lengths = [random.randint(1, 5) for _ in range(20)]
+        with self.guard:
+            self.active -= 1
+        return {"x": [np.full((n, 2), chunk_id, np.float32) for n in lengths]}
+
+
+@pytest.mark.parametrize("multithreaded", [None, True, False])
+def test_get_chunk_calls_never_overlap(multithreaded):
+    # Several loader threads want chunks at once; a get_chunk written for CNTK (not thread-safe) must still
+    # see one call at a time, or its chunks come back mixed up (here: lengths that differ from the index's).
+    user = _Overlaps(12)
+    source = io.MinibatchSource(user, randomize=True, randomization_window_in_chunks=4, max_sweeps=2,
+                                multithreaded_deserializer=multithreaded)
+    samples = 0
+    while True:
+        mb = source.next_minibatch(37)
+        if not mb:
+            break
+        x = mb[source.streams.x]
+        values = x.asarray()[x.mask.astype(bool)]
+        assert (values == values[:, :1]).all()  # every sample of a chunk carries its chunk id
+        samples += x.num_samples
+    assert user.most == 1
+    import random
+
+    expected = 0
+    for c in range(12):
+        random.seed(c)
+        expected += sum(random.randint(1, 5) for _ in range(20))
+    assert samples == 2 * expected
+
+
+class _Named(io.UserDeserializer):
+    def stream_infos(self):
+        return [io.StreamInformation("y", 0, "sparse", np.float32, (1, 3)),
+                io.StreamInformation("x", 1, "dense", np.float32, (1, 3))]
+
+    def num_chunks(self):
+        return 1
+
+    def get_chunk(self, chunk_id):
+        # cntk.io sets self.streams before it reads: a Record of the stream informations by name
+        assert self.streams.y.name == "y" and self.streams.x.m_name == "x"
+        eye = np.eye(4, 3, dtype=np.float32)
+        return {"y": scipy.sparse.csr_matrix(eye), "x": eye.reshape(4, 1, 3)}
+
+
+def test_streams_record_and_a_sparse_stream_of_several_axes():
+    # CNTK's io_tests declare a sparse stream of shape (1, 3): its samples are rows of 3 columns
+    user = _Named()
+    source = io.MinibatchSource(user, randomize=False)
+    assert set(user.streams) == {"x", "y"}
+    mb = source.next_minibatch(2)
+    y, x = mb[source.streams.y], mb[source.streams.x]
+    assert y.shape == x.shape == (2, 1, 1, 3)
+    assert (y.asarray().toarray() == np.eye(2, 3)).all()
+    assert (x.asarray().reshape(2, 3) == np.eye(2, 3)).all()

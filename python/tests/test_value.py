@@ -115,3 +115,9 @@ def test_minibatch_data_made_by_a_user_source():
     assert cntkio.MinibatchData(np.zeros((4, 2)), 4, 4, False).data.shape == (4, 2)  # an array becomes a Value
     with pytest.raises(ValueError):
         cntkio.MinibatchData(value, -1, 2, False)
+
+
+def test_one_hot_of_a_flat_list_names_what_it_needs():
+    # CNTK: ValueError('input must be a list of list of integers'); not a TypeError from deep inside
+    with pytest.raises(ValueError, match="list of list of integers"):
+        cntkio.Value.one_hot([1, 2], 4)
