@@ -268,7 +268,10 @@ Config Config::get_block(std::string_view key) const {
   }
   auto child = std::make_shared<Scope>();
   child->path = key_path(*found.scope, *found.key);
-  child->parent = found.scope;
+  // The block's parent is the dictionary that asked for it, not the one it was found in (CNTK's mandatory
+  // accessor re-parents the value): a `reader` block written at the top level and taken from section `Test`
+  // sees Test's keys. Its variables were resolved where it was found.
+  child->parent = scope_;
   child->source = std::move(value);
   config_detail::parse_dictionary(child->source, *child);
   return ConfigAccess::make(std::move(child));

@@ -262,8 +262,19 @@ ReaderSpec ReaderSpec::from_config(const Config& reader) {
   if (reader.exists("readers")) {
     throw reader.error("readers", "Several independent readers ('readers') are not supported.");
   }
-  if (reader.exists("deserializers")) return composite_from_config(reader);
-  const std::string reader_type = reader.get_string("readerType", "Cntk.Deserializers.TextFormat");
+  // With `deserializers` in scope the default reader type is the composite reader; a readerType naming
+  // another reader still picks that one, which ignores `deserializers` (CNTK loads the module readerType
+  // names).
+  const bool has_deserializers = reader.exists("deserializers");
+  const std::string reader_type =
+      reader.get_string("readerType", has_deserializers ? "Cntk.Composite" : "Cntk.Deserializers.TextFormat");
+  if (core::iequals(reader_type, "Cntk.Composite") || core::iequals(reader_type, "CompositeDataReader")) {
+    if (!has_deserializers) {
+      throw reader.error("readerType", "readerType '" + reader_type +
+                                           "' (the composite reader) needs a 'deserializers' array.");
+    }
+    return composite_from_config(reader);
+  }
   const std::shared_ptr<const ReaderType> registered = find_reader_type(reader_type);
   if (!registered) {
     throw reader.error("readerType", "readerType '" + reader_type + "' is not supported" +

@@ -321,3 +321,61 @@ TEST(ReaderSpec, UnknownNamesSayWhetherTheBuildLeftTheirFormatOut) {
     EXPECT_NE(std::string(e.what()).find("CNTKIO_WITH_IMAGES=OFF"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+
+ReaderSpec spec_of_section(const std::string& text, const std::string& section) {
+  const Config root = Config::from_text(text);
+  return ReaderSpec::from_config(root.get_block(section).get_block("reader"));
+}
+
+const char* kGlobalDeserializers =
+    "deserializers = ([ type = \"CNTKTextFormatDeserializer\" ; file = \"other.ctf\" ; "
+    "input = [ a = [ dim = 2 ; format = \"dense\" ] ] ])\n";
+
+}  // namespace
+
+// spec pipeline.md §1.1: with `deserializers` in scope, readerType (default the composite reader) still picks
+// the reader: a stand-alone one ignores the array, an unknown one is an error.
+TEST(ReaderSpecFromConfig, AReaderTypeNamingAStandAloneReaderWinsOverDeserializersInScope) {
+  const ReaderSpec spec = spec_of_section(std::string(kGlobalDeserializers) +
+                                              "Test = [ reader = [ readerType = \"CNTKBinaryReader\" ; file "
+                                              "= \"t.bin\" ; randomize = false ] ]\n",
+                                          "Test");
+  ASSERT_EQ(spec.deserializers.size(), 1u);
+  const auto* cbf = std::any_cast<CbfOptions>(&spec.deserializers[0].options);
+  ASSERT_NE(cbf, nullptr);
+  EXPECT_EQ(cbf->file, "t.bin");
+}
+
+TEST(ReaderSpecFromConfig, TheCompositeReaderTypeOrNoneReadsTheDeserializers) {
+  for (const std::string type : {"", "readerType = CompositeDataReader ;", "readerType = Cntk.Composite ;"}) {
+    const ReaderSpec spec = spec_of_section(
+        std::string(kGlobalDeserializers) + "Test = [ reader = [ " + type + " randomize = false ] ]\n",
+        "Test");
+    ASSERT_EQ(spec.deserializers.size(), 1u) << type;
+    EXPECT_NE(std::any_cast<CtfOptions>(&spec.deserializers[0].options), nullptr) << type;
+  }
+}
+
+TEST(ReaderSpecFromConfig, AnUnknownReaderTypeBesideDeserializersIsAnError) {
+  EXPECT_THROW(spec_of_section(std::string(kGlobalDeserializers) +
+                                   "Test = [ reader = [ readerType = NoSuchReader ; randomize = false ] ]\n",
+                               "Test"),
+               ConfigError);
+  EXPECT_THROW(spec_of_section("Test = [ reader = [ readerType = CompositeDataReader ] ]\n", "Test"),
+               ConfigError);
+}
+
+// spec config.md §6.1: `reader = section("reader")` has the section as its parent, wherever the block was
+// written: a reader block at the top level sees the keys of the section that takes it.
+TEST(ReaderSpecFromConfig, AReaderBlockFoundInAnEnclosingScopeSeesTheSectionThatTookIt) {
+  const std::string text =
+      "reader = [ readerType = CNTKTextFormatReader ; file = \"d.ctf\" ; "
+      "input = [ a = [ dim = 1 ; format = \"dense\" ] ] ]\n"
+      "Test = [ randomize = false ; maxErrors = 7 ]\n";
+  const ReaderSpec spec = spec_of_section(text, "Test");
+  EXPECT_FALSE(spec.source.randomize);
+  const ReaderSpec global = ReaderSpec::from_config(Config::from_text(text).get_block("reader"));
+  EXPECT_TRUE(global.source.randomize);
+}
