@@ -38,8 +38,11 @@ constexpr size_t kFullDataSweep = static_cast<size_t>(-1) - 1;
 struct ReaderState {
   uint64_t position = 0;          ///< global sample position after the last minibatch returned
   uint64_t sequence_counter = 0;  ///< running sequence counter of unrandomized reading (worker shares)
-  uint64_t num_workers = 1;       ///< workers of the run that took the state
-  uint64_t worker_rank = 0;       ///< rank that took it
+  /// False for a state without a counter (CNTK's own checkpoints hold the position only): the reader then
+  /// counts the sequences before the position, as an uninterrupted run does.
+  bool sequence_counter_known = true;
+  uint64_t num_workers = 1;  ///< workers of the run that took the state
+  uint64_t worker_rank = 0;  ///< rank that took it
   /// Merged states (merge_reader_states): the position of every worker of that run; empty otherwise.
   std::vector<uint64_t> worker_positions;
 

@@ -397,7 +397,9 @@ class MinibatchSource:
         self._shapes = shapes
         self._mode = None  # "v1" or "v2" once reading
         self._packing = self._reader.packing  # "sequence", "frame" or "truncated"
-        self._infos = [StreamInformation(s["name"], s["id"], s["storage"], s["dtype"],
+        # Truncated BPTT delivers every stream dense, and CNTK's stream descriptions say so (CompositeDataReader).
+        self._infos = [StreamInformation(s["name"], s["id"], "dense" if self._packing == "truncated" else s["storage"],
+                                         s["dtype"],
                                          shapes.get(s["name"], s["shape"]), s["defines_mb_size"], alias=s["alias"])
                        for s in self._reader.streams()]
         self._streams = None

@@ -120,7 +120,19 @@ class Batch {
   bool end_of_sweep() const { return minibatch_->end_of_sweep; }
   bool end_of_epoch() const { return minibatch_->end_of_epoch; }
   size_t num_streams() const { return minibatch_->streams.size(); }
-  const std::vector<std::string>& keys() const { return minibatch_->keys; }
+  // Keys are the bytes the data gave (a CTF id may hold any byte but a blank): bytes that are no UTF-8 come
+  // through as surrogate escapes (os.fsencode(key) gives the bytes back), not as a UnicodeDecodeError.
+  py::list keys() const {
+    py::list out(minibatch_->keys.size());
+    for (size_t i = 0; i < minibatch_->keys.size(); ++i) {
+      const std::string& key = minibatch_->keys[i];
+      PyObject* text =
+          PyUnicode_DecodeUTF8(key.data(), static_cast<Py_ssize_t>(key.size()), "surrogateescape");
+      if (text == nullptr) throw py::error_already_set();
+      out[i] = py::reinterpret_steal<py::object>(text);
+    }
+    return out;
+  }
   py::dict stream(size_t index) const {
     if (index >= minibatch_->streams.size()) throw py::index_error("stream index out of range");
     if (minibatch_->deferred_values) {

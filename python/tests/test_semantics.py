@@ -1,6 +1,7 @@
 """The cntk.io arguments and their semantics (spec pipeline.md §1.3, §4, §8.3, §9) through cntkio's surface."""
 
 import json
+import os
 import threading
 import warnings
 
@@ -415,3 +416,62 @@ def test_counts_beyond_64_bits_and_bad_checkpoint_positions_are_value_errors(dat
     for position in (-1, 5.5, 2 ** 64, 10 ** 30):  # would have wrapped or been cut to another position
         with pytest.raises(ValueError, match="whole number"):
             ctf_source(data, randomize=False).restore_from_checkpoint({"minibatchSourcePosition": position})
+
+
+def test_a_checkpoint_taken_right_after_a_restore_holds_the_restored_position(tmp_path):
+    # get_checkpoint_state() before the first read after restore_from_checkpoint() must say where the reader
+    # stands (it said 0: a job that checkpoints before its first minibatch rewound to the start)
+    path = write_ctf(tmp_path / "d.ctf", [1] * 10)
+    first = ctf_source(path, randomize=False)
+    for _ in range(3):
+        first.next_minibatch(2)
+    saved = first.get_checkpoint_state()
+    resumed = ctf_source(path, randomize=False)
+    resumed.restore_from_checkpoint(saved)
+    assert resumed.get_checkpoint_state() == saved
+    assert resumed.current_position == saved
+    again = ctf_source(path, randomize=False)
+    again.restore_from_checkpoint(resumed.get_checkpoint_state())
+    assert sequence_ids(again.next_minibatch(2)) == [6, 7]
+
+
+def test_a_cntk_checkpoint_of_the_position_alone_splits_workers_as_the_run_that_took_it(tmp_path):
+    # CNTK's checkpoints hold minibatchSourcePosition only; without randomization the worker shares follow a
+    # running sequence counter, which CNTK's SetState sets to the sequence's index within its sweep
+    path = write_ctf(tmp_path / "d.ctf", [1] * 10)
+    uninterrupted = ctf_source(path, randomize=False, max_sweeps=1)
+    expected = []
+    for n in range(5):
+        mb = uninterrupted.next_minibatch(2, num_data_partitions=2, partition_index=0)
+        if n >= 2:
+            expected.append(sequence_ids(mb))
+    resumed = ctf_source(path, randomize=False, max_sweeps=1)
+    resumed.restore_from_checkpoint({"minibatchSourcePosition": 4})
+    got = [sequence_ids(resumed.next_minibatch(2, num_data_partitions=2, partition_index=0)) for _ in range(3)]
+    assert got == expected == [[4], [6], [8]]
+
+
+def test_keys_that_are_no_utf8_come_through_as_surrogate_escapes(tmp_path):
+    # a CTF sequence id may hold any byte but a blank; Python keys must not fail on it
+    path = tmp_path / "k.ctf"
+    path.write_bytes(b"utt\xe9 |f 1 2\nutt2 |f 3 4\n")
+    config = tmp_path / "k.cntk"
+    config.write_text('T = [ reader = [ randomize = false ; useNumericSequenceKeys = false\n'
+                      ' deserializers = ( [ type = "CNTKTextFormatDeserializer" ; file = "%s" ; maxErrors = 10\n'
+                      ' input = [ f = [ dim = 2 ; format = "dense" ] ] ] ) ] ]\n' % path)
+    source = cntkio.MinibatchSource.from_config(str(config), "T", max_sweeps=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a symbolic id costs CNTK a parse error per row (within maxErrors)
+        mb = source.next_minibatch(10)
+    keys = mb[source.streams.f].keys
+    assert [os.fsencode(k) for k in keys] == [b"utt\xe9", b"utt2"]
+
+
+def test_truncated_bptt_describes_every_stream_as_dense(tmp_path):
+    # CNTK's composite reader says dense for every stream in truncated mode, as the data is delivered
+    path = tmp_path / "d.ctf"
+    path.write_text("".join("%d |f %d 0 |l %d:1\n" % (i, t, t % 5) for i, n in enumerate([3, 4, 2]) for t in range(n)))
+    source = ctf_source(str(path), randomize=False, truncation_length=2)
+    assert not source.streams.labels.is_sparse
+    mb = source.next_minibatch(4)
+    assert not mb[source.streams.labels].is_sparse

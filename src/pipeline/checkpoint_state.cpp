@@ -31,8 +31,9 @@ void CheckpointState::resplit(const EpochConfiguration& config, bool same_worker
 
 void CheckpointState::restore(const ReaderState& state, const EpochConfiguration& config) {
   if (restore_slots(state, config)) return;
-  EnumeratorState target{static_cast<size_t>(state.position), static_cast<size_t>(state.sequence_counter),
-                         state.transform_draws};
+  const size_t counter = state.sequence_counter_known ? static_cast<size_t>(state.sequence_counter)
+                                                      : EnumeratorState::kCounterUnknown;
+  EnumeratorState target{static_cast<size_t>(state.position), counter, state.transform_draws};
   DeliveredBefore delivered;
   for (uint64_t p : state.worker_positions) delivered.positions.push_back(static_cast<size_t>(p));
   enumerator_.restore(target);

@@ -44,6 +44,8 @@ class CheckpointState {
   /// A restore that has no epoch to position yet: kept until take_pending().
   void defer(const ReaderState& state) { pending_ = state; }
   bool restore_pending() const { return pending_.has_value(); }
+  /// The restore kept by defer(), if any.
+  const std::optional<ReaderState>& pending() const { return pending_; }
   std::optional<ReaderState> take_pending();
 
  private:

@@ -93,7 +93,9 @@ class ComposedSource final : public MinibatchSource {
     return false;
   }
 
-  size_t current_sample_position() const override { return checkpoint_.position(); }
+  size_t current_sample_position() const override {
+    return checkpoint_.pending() ? checkpoint_.pending()->position : checkpoint_.position();
+  }
 
   SkipReport skip_report() const override { return skips_.report(); }
   std::vector<std::string> describe() const override {
@@ -146,6 +148,9 @@ class ComposedSource final : public MinibatchSource {
   }
 
   ReaderState state() const override {
+    // A restore not applied yet (nothing read since) is where the reader stands: a checkpoint taken now must
+    // continue from there, not from the start.
+    if (checkpoint_.pending()) return *checkpoint_.pending();
     // The draws of an epoch start still to be positioned are known only once they are positioned. (Objects
     // of this class are never const: make_composed_source creates them.)
     if (replay_.replay_due()) const_cast<ComposedSource*>(this)->position_engines();

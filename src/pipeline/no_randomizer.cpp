@@ -85,7 +85,9 @@ void NoRandomizer::set_current_sample_position(size_t position) {
 
 void NoRandomizer::restore(const EnumeratorState& state) {
   set_current_sample_position(state.position);
-  global_sequence_ = state.sequence_counter;
+  // A CNTK checkpoint holds no counter: CNTK's SetState takes the sequence's index within its sweep, which
+  // set_current_sample_position has set (in the first sweep, the counter of an uninterrupted run).
+  if (state.sequence_counter != EnumeratorState::kCounterUnknown) global_sequence_ = state.sequence_counter;
 }
 
 void NoRandomizer::skip_delivered(const DeliveredBefore& delivered) {

@@ -12,7 +12,7 @@ constexpr const char* kPositionKey = "minibatchSourcePosition";
 std::string ReaderState::to_json() const {
   nlohmann::json j;
   j[kPositionKey] = position;
-  j["sequenceCounter"] = sequence_counter;
+  if (sequence_counter_known) j["sequenceCounter"] = sequence_counter;
   j["numWorkers"] = num_workers;
   j["workerRank"] = worker_rank;
   if (!worker_positions.empty()) j["workerPositions"] = worker_positions;
@@ -50,6 +50,7 @@ ReaderState ReaderState::from_json(const std::string& text) {
     nlohmann::json j = nlohmann::json::parse(text);
     s.position = count_of(j.at(kPositionKey), kPositionKey);
     s.sequence_counter = count_or(j, "sequenceCounter", 0);
+    s.sequence_counter_known = j.contains("sequenceCounter");
     s.num_workers = count_or(j, "numWorkers", 1);
     s.worker_rank = count_or(j, "workerRank", 0);
     if (j.contains("workerPositions")) {
@@ -130,6 +131,7 @@ ReaderState merge_reader_states(const std::vector<ReaderState>& states) {
   if (earliest != nullptr && ranked.size() == states.size()) {
     merged.position = earliest->position;
     merged.sequence_counter = earliest->sequence_counter;
+    merged.sequence_counter_known = earliest->sequence_counter_known;
   }
   return merged;
 }

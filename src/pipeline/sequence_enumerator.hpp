@@ -59,6 +59,8 @@ struct EnumeratorState {
   size_t position = 0;  ///< global sample position of the next sequence
   size_t sequence_counter =
       0;  ///< NoRandomizer's running sequence counter (decides worker shares); 0 otherwise
+  /// sequence_counter's value in a state that did not say (restore() counts the sequences before `position`).
+  static constexpr size_t kCounterUnknown = static_cast<size_t>(-1);
   /// A transform stage with random transforms: per random transform, per slot, the outputs its engine has
   /// given (SequenceTransformer::random_draws). Unset elsewhere; restoring a state without it puts the
   /// engines back at their seeds.
