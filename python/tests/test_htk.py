@@ -577,3 +577,40 @@ def test_windows_beyond_32_bit_samples_are_refused_before_anything_is_sized(corp
     values: a ConfigError when the source is made, not an overflowed size or an allocation of that much."""
     with pytest.raises(cntkio.ConfigError, match="2147483647"):
         corpus.source(features=corpus.features(context=context, shape=shape))
+
+
+def _mlf_order_reader(tmp_path, mlf_text, state_list):
+    import warnings
+
+    struct_bytes = struct.pack("<iiHh", 8, 100000, 4, 9) + struct.pack("<8f", *range(8))
+    (tmp_path / "f.htk").write_bytes(struct_bytes)
+    (tmp_path / "f.scp").write_text("u1.mfc=%s[0,4]\nu2.mfc=%s[5,6]\n" % (tmp_path / "f.htk", tmp_path / "f.htk"))
+    (tmp_path / "l.mlf").write_text(mlf_text)
+    mapping = ""
+    if state_list:
+        (tmp_path / "states.list").write_text("a\nb\n")
+        mapping = 'labelMappingFile = "%s"' % (tmp_path / "states.list")
+    (tmp_path / "r.cntk").write_text(
+        'T = [ reader = [ randomize = false ; frameMode = true ; maxErrors = 100\n deserializers = (\n'
+        ' [ type = "HTKFeatureDeserializer" ; input = [ features = [ dim = 1 ; scpFile = "%s" ] ] ]:\n'
+        ' [ type = "HTKMLFDeserializer" ; input = [ labels = [ mlfFile = "%s"\n %s\n labelDim = 4 ] ] ] ) ] ]\n'
+        % (tmp_path / "f.scp", tmp_path / "l.mlf", mapping))
+    source = cntkio.MinibatchSource.from_config(str(tmp_path / "r.cntk"), "T", max_sweeps=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return read_sweep(source, 100)
+
+
+def test_mlf_label_lines_are_parsed_before_the_first_frame_is_checked(tmp_path):
+    # CNTK parses an utterance's lines in order (a malformed one throws) and checks frame 0 only after them:
+    # an unknown state on the second line is the error, not the first line's start at frame 1
+    with pytest.raises(cntkio.FormatError, match="'zz' is not found in the statelist"):
+        _mlf_order_reader(tmp_path, '#!MLF!#\n"u1.lab"\n1 3 a\n3 5 zz\n.\n"u2.lab"\n0 2 a\n.\n', True)
+
+
+def test_mlf_utterance_out_of_order_is_left_out_before_its_class_ids_are_checked(tmp_path):
+    # a range that does not follow on makes the utterance invalid (a warning, within maxErrors); CNTK never
+    # checks the class ids of an invalid utterance, so class 9 >= labelDim 4 on that line is no error
+    batches = _mlf_order_reader(tmp_path, '#!MLF!#\n"u1.lab"\n0 3 x 1\n4 5 x 9\n.\n"u2.lab"\n0 2 x 1\n.\n', False)
+    features = np.concatenate([mb["features"].asarray()[:, 0, 0] for mb in batches])
+    assert features.tolist() == [5.0, 6.0]  # u2's frames only

@@ -501,34 +501,47 @@ class MlfDeserializer final : public Deserializer {
                   "WARNING: sequence entry (" + key + ") is empty " + key_line_at.describe());
       return false;
     }
+    // CNTK's order (MLFUtils' utterance parser, then its chunk): each line is parsed (a malformed one throws)
+    // and must follow on from the one before, up to the first that does not; then the first must start at
+    // frame 0; the class ids are checked only in an utterance that passed both.
     const size_t first_range = ranges.size();
+    std::vector<uint64_t> line_offsets;
+    auto located = [&](uint64_t byte_offset) {
+      SourceLocation where;
+      where.file = path;
+      where.byte_offset = byte_offset;
+      return where;
+    };
     uint64_t expected_first = 0;
     for (size_t i = 1; i + 1 < lines.size(); ++i) {
       const htk::FrameRange range =
           htk::parse_label_line(lines[i].first, lines[i].second, path, states_.empty() ? nullptr : &states_);
-      SourceLocation where;
-      where.file = path;
-      where.byte_offset = lines[i].second;
-      if (range.class_id >= options_.label_dim) {
-        where.stream = options_.name;
-        where.sequence_key = key;
-        throw FormatError("Class id '" + std::to_string(range.class_id) +
-                              "d' exceeds the model output dimension '" + std::to_string(options_.label_dim) +
-                              "'.",
-                          where);
-      }
-      if (range.first != expected_first) {
-        logger_.log(
-            core::LogLevel::kWarning,
-            (i == 1 ? "WARNING: Invalid first frame in utterance '" + key + "'"
-                    : "WARNING: Labels are not in the consecutive order MLF in label set for utterance '" +
-                          key + "'") +
-                " " + where.describe());
+      if (i > 1 && range.first != expected_first) {
+        logger_.log(core::LogLevel::kWarning,
+                    "WARNING: Labels are not in the consecutive order MLF in label set for utterance '" +
+                        key + "' " + located(lines[i].second).describe());
         ranges.resize(first_range);
         return false;
       }
       expected_first = static_cast<uint64_t>(range.first) + range.count;
       ranges.push_back(range);
+      line_offsets.push_back(lines[i].second);
+    }
+    if (ranges[first_range].first != 0) {
+      logger_.log(core::LogLevel::kWarning, "WARNING: Invalid first frame in utterance '" + key + "' " +
+                                                located(line_offsets.front()).describe());
+      ranges.resize(first_range);
+      return false;
+    }
+    for (size_t r = first_range; r < ranges.size(); ++r) {
+      if (ranges[r].class_id < options_.label_dim) continue;
+      SourceLocation where = located(line_offsets[r - first_range]);
+      where.stream = options_.name;
+      where.sequence_key = key;
+      throw FormatError("Class id '" + std::to_string(ranges[r].class_id) +
+                            "d' exceeds the model output dimension '" + std::to_string(options_.label_dim) +
+                            "'.",
+                        where);
     }
     // The index took the utterance's frames from its last label line: the ranges end there unless the file
     // changed since it was indexed.
