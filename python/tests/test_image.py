@@ -475,3 +475,28 @@ def test_a_single_transform_where_a_list_is_due_is_named():
     scale = T.scale(width=4, height=4, channels=3)
     with pytest.raises(TypeError, match=r"list of transforms.*\[transform\]"):
         cntkio.ImageDeserializer("map.txt", cntkio.StreamDefs(f=cntkio.StreamDef(field="image", transforms=scale)))
+
+
+@requires_images
+def test_a_zip_entry_name_held_twice_is_an_error_naming_it(tmp_path):
+    # CNTK counts the archive's entries that match the requested names: a name held twice fails the count
+    # ("Cannot retrieve image data ..."); which of the two entries is meant is unknown
+    import warnings
+    import zipfile
+
+    def ppm(value):
+        return b"P6\n2 1\n255\n" + bytes([value] * 6)
+
+    archive = tmp_path / "dup.zip"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate name
+        with zipfile.ZipFile(archive, "w") as z:
+            z.writestr("x.ppm", ppm(10))
+            z.writestr("x.ppm", ppm(200))
+            z.writestr("y.ppm", ppm(50))
+    mapping = tmp_path / "map.txt"
+    mapping.write_text("%s@/y.ppm\t0\n%s@/x.ppm\t1\n" % (archive, archive))
+    with pytest.raises(cntkio.FormatError, match=r"Cannot retrieve image data.*line 2.*more than once: x\.ppm"):
+        cntkio.MinibatchSource(cntkio.ImageDeserializer(str(mapping), cntkio.StreamDefs(
+            f=cntkio.StreamDef(field="image", transforms=[T.scale(width=2, height=1, channels=3)]),
+            l=cntkio.StreamDef(field="label", shape=2))), randomize=False)

@@ -66,6 +66,41 @@ TEST(ImageLimits, HeadersOfEveryFormatOpenCvWritesGiveTheirSize) {
   }
 }
 
+// Files that libjpeg and OpenCV decode (with a warning) must not be refused by the size check before them.
+TEST(ImageLimits, DamageTheDecodersTolerateDoesNotHideTheSize) {
+  const cv::Mat image = picture(6, 10, CV_8U);
+  {
+    // Stray bytes between two JPEG segments (a segment length one byte off): libjpeg passes over them.
+    std::vector<unsigned char> bytes;
+    ASSERT_TRUE(cv::imencode(".jpg", image, bytes));
+    const size_t after_app0 = 4 + ((size_t{bytes[4]} << 8) | bytes[5]);  // SOI, then APP0's marker and length
+    bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(after_app0), {0x00, 0x11, 0x22});
+    const auto header = read_image_header(bytes.data(), bytes.size());
+    ASSERT_TRUE(header.has_value());
+    EXPECT_EQ(header->width, 10u);
+    EXPECT_EQ(header->height, 6u);
+    const cv::Mat decoded = decode_bytes(bytes.data(), bytes.size(), false);
+    EXPECT_EQ(decoded.cols, 10);
+    EXPECT_EQ(decoded.rows, 6);
+  }
+  {
+    // A PPM header whose lines, comment included, end in CR alone: OpenCV ends a comment at CR or LF.
+    std::vector<unsigned char> bytes;
+    ASSERT_TRUE(cv::imencode(".ppm", image, bytes));
+    const std::string plain(bytes.begin(), bytes.end());
+    const size_t pixels = plain.find("255\n") + 4;
+    const std::string header_text = "P6\r# a comment\r10 6\r255\n";
+    std::vector<unsigned char> cr(header_text.begin(), header_text.end());
+    cr.insert(cr.end(), bytes.begin() + static_cast<std::ptrdiff_t>(pixels), bytes.end());
+    const auto header = read_image_header(cr.data(), cr.size());
+    ASSERT_TRUE(header.has_value());
+    EXPECT_EQ(header->width, 10u);
+    const cv::Mat decoded = decode_bytes(cr.data(), cr.size(), false);
+    ASSERT_FALSE(decoded.empty());
+    EXPECT_EQ(cv::norm(decoded, image, cv::NORM_INF), 0.0);
+  }
+}
+
 TEST(ImageLimits, BytesWithoutAFormatsSignatureAreNotAnImage) {
   const std::string text = "just some text, not an image";
   EXPECT_FALSE(read_image_header(reinterpret_cast<const unsigned char*>(text.data()), text.size()));

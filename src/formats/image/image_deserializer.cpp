@@ -313,7 +313,8 @@ class ImageMapDeserializer final : public Deserializer {
     auto& archives = common_->sources->archives();
     auto& sources = common_->sources->sources();
     std::map<std::string, size_t> archive_of;
-    std::map<std::pair<size_t, std::string>, uint64_t> missing;  // (archive, entry) -> first map line
+    std::map<std::pair<size_t, std::string>, uint64_t> missing;   // (archive, entry) -> first map line
+    std::map<std::pair<size_t, std::string>, uint64_t> repeated;  // entries the archive holds twice
     for (const ZipRequest& request : zip_requests_) {
       auto it = archive_of.find(request.container);
       if (it == archive_of.end()) {
@@ -329,8 +330,13 @@ class ImageMapDeserializer final : public Deserializer {
       } else {
         source.entry = entry->second;
       }
+      // CNTK counts the archive's entries matching a requested name against the names requested: an entry
+      // name that the archive holds twice fails that count (which of the two is meant is unknown).
+      if (archives[it->second]->duplicates().count(request.entry)) {
+        repeated.emplace(std::make_pair(it->second, request.entry), source.line);
+      }
     }
-    if (missing.empty()) return;
+    if (missing.empty() && repeated.empty()) return;
     uint64_t first_line = UINT64_MAX;
     std::string names;
     for (const auto& [where, line] : missing) {
@@ -340,8 +346,19 @@ class ImageMapDeserializer final : public Deserializer {
       first_line = std::min(first_line, line);
       names += (names.empty() ? "" : ", ") + where.second;
     }
+    std::string twice;
+    for (const auto& [where, line] : repeated) {
+      common_->logger->always(core::LogLevel::kError,
+                              "Sequence " + where.second + " is found " +
+                                  std::to_string(archives[where.first]->duplicates().at(where.second) + 1) +
+                                  " times in container " + archives[where.first]->path() + ".");
+      first_line = std::min(first_line, line);
+      twice += (twice.empty() ? "" : ", ") + where.second;
+    }
     SourceLocation location = at_line(common_->options.file, first_line);
-    location.sequence_key = "missing entries: " + names;
+    location.sequence_key = (names.empty() ? "" : "missing entries: " + names) +
+                            (names.empty() || twice.empty() ? "" : "; ") +
+                            (twice.empty() ? "" : "entries named more than once: " + twice);
     throw FormatError(
         "Cannot retrieve image data for some sequences. For more detail, please see the log file.", location);
   }

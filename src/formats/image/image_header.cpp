@@ -51,10 +51,15 @@ bool is_space(unsigned char c) {
 }
 
 // JPEG: the frame header (SOFn) gives precision, height and width; markers before it are skipped by length.
+// Bytes that are no marker between two segments are passed over, as libjpeg does ("extraneous bytes before
+// marker", a warning): a segment length one byte off, common in files from the web, still decodes.
 std::optional<ImageHeader> jpeg(const Bytes& b) {
   size_t p = 2;
   while (b.has(p, 2)) {
-    if (b.at(p) != 0xFF) return std::nullopt;
+    if (b.at(p) != 0xFF) {
+      ++p;
+      continue;
+    }
     const unsigned char marker = b.at(p + 1);
     if (marker == 0xFF) {  // fill byte
       ++p;
@@ -288,8 +293,8 @@ class Tokens {
   std::optional<std::string> next() {
     for (;;) {
       while (p_ < b_.size() && is_space(b_.at(p_))) ++p_;
-      if (p_ < b_.size() && b_.at(p_) == '#') {
-        while (p_ < b_.size() && b_.at(p_) != '\n') ++p_;
+      if (p_ < b_.size() && b_.at(p_) == '#') {  // a comment ends at CR or LF (OpenCV's reader: either)
+        while (p_ < b_.size() && b_.at(p_) != '\n' && b_.at(p_) != '\r') ++p_;
         continue;
       }
       break;

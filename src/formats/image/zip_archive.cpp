@@ -92,7 +92,11 @@ ZipArchive::ZipArchive(std::string path) : path_(std::move(path)) {
     zip_stat_init(&stat);
     if (zip_stat_index(handle, static_cast<zip_uint64_t>(i), 0, &stat) != 0) continue;
     if ((stat.valid & ZIP_STAT_NAME) == 0 || (stat.valid & ZIP_STAT_SIZE) == 0) continue;
-    entries_.emplace(stat.name, Entry{static_cast<uint64_t>(i), static_cast<uint64_t>(stat.size), stat.name});
+    const bool added =
+        entries_
+            .emplace(stat.name, Entry{static_cast<uint64_t>(i), static_cast<uint64_t>(stat.size), stat.name})
+            .second;
+    if (!added) ++duplicates_[stat.name];
   }
   pool_.push_back(handle);
 }

@@ -44,6 +44,8 @@ class ZipArchive {
   const std::string& path() const { return path_; }
   /// Every entry of the archive by exact name.
   const std::map<std::string, Entry>& entries() const { return entries_; }
+  /// Names that more than one entry has, with how many entries beyond the first (entries() holds the first).
+  const std::map<std::string, uint64_t>& duplicates() const { return duplicates_; }
   /// The uncompressed bytes of `entry`. Throws FormatError "<subject> declares N bytes, more than
   /// maxImageBytes = <max_bytes>" (at `where`) before inflating anything when the entry's declared size
   /// exceeds `max_bytes`, and FormatError when libzip fails or the entry inflates to another size than it
@@ -59,6 +61,7 @@ class ZipArchive {
   std::string path_;
   std::shared_ptr<const core::InputFile> file_;
   std::map<std::string, Entry> entries_;
+  std::map<std::string, uint64_t> duplicates_;
   mutable std::mutex mutex_;
   mutable std::vector<zip*> pool_;
   mutable std::map<const zip*, void*> sources_;  // each handle's FileSource (zip_archive.cpp)
