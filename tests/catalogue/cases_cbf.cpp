@@ -664,8 +664,7 @@ std::vector<Case> cbf_cases() {
       [](const Written& f) {
         Expect e = format_error_at(
             "Sequence 1 of chunk 0 has length 3, but its longest input holds 1 samples; a "
-            "length lies between 1 and the samples of the longest input (0 only when "
-            "every input is empty).",
+            "length lies between 1 and the samples of the longest input.",
             "data.cbf", f.chunks[0] + 4);
         e.location.sequence_key = "1";
         return e;
@@ -692,6 +691,30 @@ std::vector<Case> cbf_cases() {
     };
     // chunk 0 starts after the 12-byte prefix; sequence 1's length is its second entry
     c.expect = format_error("Sequences must be at least one frame long.", "data.cbf", 0, 0, 12 + 4, "b", "1");
+    add(std::move(c));
+  }
+  {
+    // A sequence without samples in any input (length 0): the same error, located at its length when the
+    // chunk is read (it was an unlocated "index is inconsistent" error).
+    Case c;
+    c.name = "cbf_sequence_without_any_sample_is_located";
+    c.run = [](const std::string& dir) {
+      const float one = 1, two = 2;
+      {
+        CbfWriter w(dir + "/data.cbf", {{"a", StorageFormat::kDense, ElementType::kFloat, 1},
+                                        {"b", StorageFormat::kDense, ElementType::kFloat, 1}});
+        const std::vector<ElementType> types(2, ElementType::kFloat);
+        w.add_sequence({cbf_test::dense_data(1, &one), cbf_test::dense_data(1, &two)}, types);
+        w.add_sequence({cbf_test::dense_data(0, nullptr), cbf_test::dense_data(0, nullptr)}, types);
+        w.finish();
+      }
+      return run_reader(dir,
+                        "Train = [ reader = [ randomize = false ; deserializers = ( [ type = "
+                        "\"CNTKBinaryFormatDeserializer\" ; file = \"$dir$/data.cbf\" ] ) ] ]\n",
+                        {});
+    };
+    c.expect = format_error_at("Sequences must be at least one frame long.", "data.cbf", 12 + 4);
+    c.expect.location.sequence_key = "1";
     add(std::move(c));
   }
 

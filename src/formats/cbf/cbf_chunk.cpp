@@ -144,7 +144,8 @@ void check_no_bytes_left(const ChunkContext& context, uint32_t index, const Curs
 
 }  // namespace
 
-void read_current_lengths(const ChunkContext& context, uint32_t index, std::vector<uint32_t>& lengths) {
+void read_current_lengths(const ChunkContext& context, uint32_t index, uint64_t first_sequence,
+                          std::vector<uint32_t>& lengths) {
   const CbfChunkHeader& chunk = context.header->chunks[index];
   const auto* base = reinterpret_cast<const unsigned char*>(context.mapping->data()) + chunk.offset;
   Cursor c(*context.file, base, chunk.size, chunk.offset, limit_of(index, chunk));
@@ -153,7 +154,17 @@ void read_current_lengths(const ChunkContext& context, uint32_t index, std::vect
   lengths.resize(first + chunk.sequences);
   std::memcpy(lengths.data() + first, prefix, uint64_t{4} * chunk.sequences);
   uint64_t sum = 0;
-  for (size_t i = first; i < lengths.size(); ++i) sum += lengths[i];
+  for (size_t i = first; i < lengths.size(); ++i) {
+    if (lengths[i] == 0) {
+      // A sequence of no sample: CNTK's reader took it and its packer then failed on it.
+      SourceLocation where;
+      where.file = *context.file;
+      where.byte_offset = chunk.offset + 4 * uint64_t{i - first};
+      where.sequence_key = std::to_string(first_sequence + (i - first));
+      throw FormatError("Sequences must be at least one frame long.", where);
+    }
+    sum += lengths[i];
+  }
   check_length_sum(context, index, sum, "The sequence lengths");
 }
 
@@ -343,15 +354,16 @@ std::shared_ptr<CurrentChunk> parse_current_chunk(const ChunkContext& context, u
   for (uint32_t j = 0; j < n; ++j) {
     uint32_t length;
     std::memcpy(&length, lengths + 4 * uint64_t{j}, 4);
-    if (length > longest[j] || (length == 0 && longest[j] > 0)) {
+    if (length > longest[j] || length == 0) {
       SourceLocation where;
       where.file = *context.file;
       where.byte_offset = info.offset + 4 * uint64_t{j};
       where.sequence_key = std::to_string(first_sequence + j);
+      // A sequence without samples in any input: CNTK's reader took it and its packer then failed on it.
+      if (longest[j] == 0) throw FormatError("Sequences must be at least one frame long.", where);
       throw FormatError("Sequence " + str(j) + " of chunk " + str(index) + " has length " + str(length) +
                             ", but its longest input holds " + str(longest[j]) +
-                            " samples; a length lies between 1 and the samples of the longest input (0 "
-                            "only when every input is empty).",
+                            " samples; a length lies between 1 and the samples of the longest input.",
                         where);
     }
   }

@@ -114,10 +114,12 @@ std::shared_ptr<CurrentChunk> parse_current_chunk(const ChunkContext& context, u
                                                   uint64_t first_sequence);
 
 /// Reads the scheduling lengths (length prefix) of chunk `index` of a current-layout file and checks that
-/// they add up to the chunk table's sample count. Throws FormatError.
+/// they add up to the chunk table's sample count, and that none is 0 ("Sequences must be at least one frame
+/// long.", located; the chunk's first sequence is `first_sequence`). Throws FormatError.
 /// parse_current_chunk checks each length against the records (at most the samples of the longest input)
 /// and that the records fill the chunk.
-void read_current_lengths(const ChunkContext& context, uint32_t index, std::vector<uint32_t>& lengths);
+void read_current_lengths(const ChunkContext& context, uint32_t index, uint64_t first_sequence,
+                          std::vector<uint32_t>& lengths);
 
 /// Parses chunk `index` of a legacy v1 file; `lengths` receives each sequence's scheduling length
 /// (max(1, samples of any stream)), which must add up to the chunk table's sample count, and the records

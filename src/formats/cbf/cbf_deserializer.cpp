@@ -173,7 +173,7 @@ class CbfDeserializer final : public Deserializer {
     const uint32_t index = chunks_[chunk_id];
     if (header_.layout == CbfLayout::kCurrent) {
       try {
-        cbf::read_current_lengths(context_, index, lengths);
+        cbf::read_current_lengths(context_, index, first_sequence_[chunk_id], lengths);
       } catch (const Error&) {
         mapping_->check_intact();
         throw;
