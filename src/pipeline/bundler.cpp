@@ -101,6 +101,7 @@ class Bundler final : public Deserializer {
           if (!s) {
             valid = false;
             ++drops_.sequences;
+            if (first_unmatched_in_ == 0) first_unmatched_in_ = d;
             // In frame mode an utterance's frames are sequences with one key: the key is listed once.
             if (drops_.first_keys.size() < 10) {
               std::string key = members_[0]->key_to_string(p.key);
@@ -134,12 +135,46 @@ class Bundler final : public Deserializer {
     if (chunks_.empty()) {
       throw Error(
           "Could not reconcile data between different deserializers. Keys of logical sequences do not "
-          "match.");
+          "match.",
+          unmatched_keys_example());
     }
   }
 
   const std::vector<StreamInfo>& streams() const override { return streams_; }
 
+ private:
+  // What the "Could not reconcile" error adds (CNTK named nothing): keys of the first deserializer that the
+  // other lacks, and keys that the other has instead, so that a difference in their form shows.
+  std::string unmatched_keys_example() const {
+    if (first_unmatched_in_ == 0 || drops_.first_keys.empty()) return "";
+    auto quoted_list = [](const std::vector<std::string>& keys) {
+      std::string out;
+      for (size_t i = 0; i < keys.size() && i < 3; ++i) out += (i ? ", '" : "'") + keys[i] + "'";
+      return out;
+    };
+    std::string text = "(the first deserializer's sequences " + quoted_list(drops_.first_keys) +
+                       " have no match in deserializer " + std::to_string(first_unmatched_in_ + 1) + " of " +
+                       std::to_string(members_.size());
+    std::vector<std::string> theirs;
+    try {  // a deserializer that can only be joined (MLF labels) cannot list its sequences: then none
+      std::vector<SequenceInfo> infos;
+      for (const ChunkInfo& chunk : members_[first_unmatched_in_]->chunk_infos()) {
+        infos.clear();
+        members_[first_unmatched_in_]->sequence_infos_for_chunk(chunk.id, infos);
+        for (const SequenceInfo& info : infos) {
+          if (theirs.size() == 3) break;
+          theirs.push_back(members_[first_unmatched_in_]->key_to_string(info.key));
+        }
+        if (theirs.size() == 3) break;
+      }
+    } catch (const Error&) {
+      theirs.clear();
+    }
+    if (!theirs.empty()) text += ", whose sequences include " + quoted_list(theirs);
+    return text + ")";
+  }
+
+ public:
   std::vector<ChunkInfo> chunk_infos() const override {
     std::vector<ChunkInfo> out;
     for (size_t i = 0; i < chunks_.size(); ++i) {
@@ -219,6 +254,7 @@ class Bundler final : public Deserializer {
   std::vector<StreamInfo> streams_;
   std::vector<BundledChunkDescription> chunks_;
   BundlerDrops drops_;
+  size_t first_unmatched_in_ = 0;  // the member that first lacked a primary key (0: none did)
 
  public:
   const BundlerDrops& drops() const { return drops_; }
