@@ -138,6 +138,12 @@ TEST(CompositeReader, NoCommonKeyIsCntksReconcileError) {
     EXPECT_EQ(
         e.cntk_text(),
         "Could not reconcile data between different deserializers. Keys of logical sequences do not match.");
+    // what() adds what would show a difference in the keys' form: keys on each side
+    EXPECT_NE(
+        std::string(e.what()).find("sequences '1' have no match in deserializer 2 of 2, whose sequences "
+                                   "include '2'"),
+        std::string::npos)
+        << e.what();
   }
 }
 
