@@ -125,6 +125,8 @@ void write_stream_batch(const StreamBatch& batch, std::ostream& out, bool sparse
 
 void run_dump(const DumpOptions& options, std::ostream& out) {
   Config root = Config::from_files({options.config_file}, options.overrides);
+  // As CNTK's reader-test helper: every $name$ of the file must resolve, in sections not read too.
+  root.validate_variables();
   Config reader = root.get_block(options.section).get_block(options.reader_section);
   std::unique_ptr<MinibatchSource> source = MinibatchSource::from_config(reader);
   // Reports what was skipped however the run ends.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -111,4 +112,27 @@ TEST(Dump, BatchesThatPointOutsideTheirDataAreRefused) {
 }
 
 }  // namespace
+// spec config.md §4: the reader tests' helper resolves the variables of the whole file once, so a $name$ that
+// nothing defines fails the run even in a section the reader never reads.
+TEST(Dump, AnUnresolvableVariableAnywhereInTheFileFailsAsInCntksReaderTests) {
+  const std::string dir = ::testing::TempDir();
+  const std::string data = dir + "/dump_vars.ctf";
+  std::ofstream(data) << "0 |a 1\n";
+  const std::string config = dir + "/dump_vars.cntk";
+  std::ofstream(config)
+      << "Other = [ x = $nope$ ]\nS = [ reader = [ readerType = CNTKTextFormatReader ; file = \"" << data
+      << "\" ; randomize = false ; input = [ a = [ dim = 1 ; format = dense ] ] ] ]\n";
+  DumpOptions options;
+  options.config_file = config;
+  options.section = "S";
+  options.minibatch_size = 1;
+  std::ostringstream out;
+  try {
+    run_dump(options, out);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace cntkio::pipeline
