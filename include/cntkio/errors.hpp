@@ -104,6 +104,9 @@ class IoError : public Error {
  public:
   /// `what` says what was attempted ("cannot open"), `error_number` is errno (0 if none).
   IoError(const std::string& what, const std::string& path, int error_number);
+  /// `error` with where the file was named (the list line that names it) appended to what(); cntk_text()
+  /// stays the same.
+  IoError(const IoError& error, const SourceLocation& named_at);
   /// The file the operation was about.
   const std::string& path() const noexcept { return path_; }
   /// The errno of the failed call, 0 if none.

@@ -614,3 +614,14 @@ def test_mlf_utterance_out_of_order_is_left_out_before_its_class_ids_are_checked
     batches = _mlf_order_reader(tmp_path, '#!MLF!#\n"u1.lab"\n0 3 x 1\n4 5 x 9\n.\n"u2.lab"\n0 2 x 1\n.\n', False)
     features = np.concatenate([mb["features"].asarray()[:, 0, 0] for mb in batches])
     assert features.tolist() == [5.0, 6.0]  # u2's frames only
+
+
+def test_a_missing_feature_file_names_the_scp_line_that_names_it(tmp_path):
+    struct_bytes = struct.pack("<iiHh", 3, 100000, 4, 9) + struct.pack("<3f", 1, 2, 3)
+    (tmp_path / "m.htk").write_bytes(struct_bytes)
+    scp = tmp_path / "f.scp"
+    scp.write_text("u1.mfc=%s[0,2]\nu2.mfc=%s[0,1]\n" % (tmp_path / "m.htk", tmp_path / "nope.htk"))
+    with pytest.raises(OSError, match=r"nope\.htk.*named at .*f\.scp', line 2"):
+        source = cntkio.MinibatchSource(cntkio.HTKFeatureDeserializer(cntkio.StreamDefs(
+            features=cntkio.StreamDef(scp=str(scp), shape=1))), randomize=False, frame_mode=True, max_sweeps=1)
+        read_sweep(source, 100)

@@ -94,4 +94,10 @@ ConfigError::ConfigError(const std::string& message, std::string key_path, std::
 IoError::IoError(const std::string& what, const std::string& path, int error_number)
     : Error(io_message(what, path, error_number)), path_(path), errno_(error_number) {}
 
+IoError::IoError(const IoError& error, const SourceLocation& named_at)
+    : Error(WhatText{std::string(error.what()) + " (named at " + named_at.describe() + ")"},
+            error.cntk_text()),
+      path_(error.path()),
+      errno_(error.error_number()) {}
+
 }  // namespace cntkio

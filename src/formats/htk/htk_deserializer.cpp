@@ -256,7 +256,11 @@ class HtkFeatureDeserializer final : public Deserializer {
   void open_utterance_file(const Utterance& utt, htk::PositionedFile& file, htk::HtkHeader& header,
                            uint32_t& open_path) const {
     if (utt.path == open_path) return;
-    file = htk::PositionedFile(paths_[utt.path]);
+    try {
+      file = htk::PositionedFile(paths_[utt.path]);
+    } catch (const IoError& e) {
+      throw IoError(e, scp_location(utt));  // which SCP line named the file
+    }
     header = htk::read_header(file);
     open_path = utt.path;
     if (header.kind != kind_ || header.dim != file_dim_ || header.sample_period != sample_period_) {
