@@ -500,3 +500,13 @@ def test_a_zip_entry_name_held_twice_is_an_error_naming_it(tmp_path):
         cntkio.MinibatchSource(cntkio.ImageDeserializer(str(mapping), cntkio.StreamDefs(
             f=cntkio.StreamDef(field="image", transforms=[T.scale(width=2, height=1, channels=3)]),
             l=cntkio.StreamDef(field="label", shape=2))), randomize=False)
+
+
+@requires_images
+def test_a_missing_zip_archive_names_the_map_line(tmp_path):
+    mapping = tmp_path / "map.txt"
+    mapping.write_text("%s@/a.ppm\t0\n" % (tmp_path / "none.zip"))
+    with pytest.raises(OSError, match=r"none\.zip.*named at .*map\.txt', line 1"):
+        cntkio.MinibatchSource(cntkio.ImageDeserializer(str(mapping), cntkio.StreamDefs(
+            f=cntkio.StreamDef(field="image", transforms=[T.scale(width=2, height=1, channels=3)]),
+            l=cntkio.StreamDef(field="label", shape=2))), randomize=False)

@@ -318,7 +318,12 @@ class ImageMapDeserializer final : public Deserializer {
     for (const ZipRequest& request : zip_requests_) {
       auto it = archive_of.find(request.container);
       if (it == archive_of.end()) {
-        archives.push_back(std::make_unique<image::ZipArchive>(request.container));
+        try {
+          archives.push_back(std::make_unique<image::ZipArchive>(request.container));
+        } catch (const IoError& e) {
+          // which map line names the archive
+          throw IoError(e, at_line(common_->options.file, sources[request.source].line));
+        }
         it = archive_of.emplace(request.container, archives.size() - 1).first;
       }
       ImageSource& source = sources[request.source];
