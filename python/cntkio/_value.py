@@ -213,18 +213,40 @@ class Value:
         a ``shape``, e.g. a cntkio.typing type); ValueError when the samples have another shape. ``read_only``
         sets ``is_read_only`` (and makes a dense array that the Value made itself unwritable)."""
         _warn_device(device, "Value.create")
+        expected = getattr(var, "shape", None)
+        if expected is not None:
+            expected = (expected,) if isinstance(expected, (int, np.integer)) else tuple(expected)
+            data = Value._sequences_for_shape(data, expected, seq_starts)
         value = Value(data, seq_starts)
         if read_only:
             value._read_only = True
             if value._dense is not None and value._dense is not data:
                 value._dense.flags.writeable = False
-        expected = getattr(var, "shape", None)
         if expected is not None:
-            expected = (expected,) if isinstance(expected, (int, np.integer)) else tuple(expected)
             if expected != value._sample_shape:
                 raise ValueError("Value.create: the samples have shape %s, the input %s" % (value._sample_shape,
                                                                                             expected))
         return value
+
+    @staticmethod
+    def _sequences_for_shape(data, sample_shape, seq_starts):
+        """``data`` as Value.create reads it for samples of ``sample_shape``, as CNTK's did: with ``seq_starts``
+        an array is a list of its rows; in a list, an array of the sample's own shape is a sequence of one
+        sample, and for a sample shape (1,) a 1-d array of n values is n samples."""
+        if seq_starts and isinstance(data, np.ndarray):
+            data = list(np.atleast_1d(data))
+        if not isinstance(data, (list, tuple)):
+            return data
+        out = []
+        for item in data:
+            if isinstance(item, (np.ndarray, list, tuple)):  # (a csr_matrix is neither)
+                array = np.asarray(item)
+                if array.dtype != object and array.shape == sample_shape:
+                    item = array.reshape((1,) + sample_shape)
+                elif array.dtype != object and sample_shape == (1,) and array.ndim == 1:
+                    item = array.reshape(-1, 1)
+            out.append(item)
+        return out
 
     def _check(self):
         if self._erased:

@@ -121,3 +121,22 @@ def test_one_hot_of_a_flat_list_names_what_it_needs():
     # CNTK: ValueError('input must be a list of list of integers'); not a TypeError from deep inside
     with pytest.raises(ValueError, match="list of list of integers"):
         cntkio.Value.one_hot([1, 2], 4)
+
+
+class _Var:
+    def __init__(self, shape):
+        self.shape = shape
+
+
+def test_create_reads_sequences_as_cntk_for_the_sample_shape():
+    # CNTK's Value::Create: a sequence with the sample's own shape is one sample; for a sample shape (1,) a
+    # 1-d array of n values is n samples; with seq_starts an array is a list of its rows (cntk/core.py)
+    t = np.arange(5, dtype=np.float32)
+    v = cntkio.Value.create(_Var((5,)), [t, t])
+    assert v.shape == (2, 1, 5) and [s.shape for s in v.as_sequences()] == [(1, 5), (1, 5)]
+    v = cntkio.Value.create(_Var((1,)), [np.array([1, 2, 3], np.float32), np.array([4, 5], np.float32)])
+    assert v.shape == (2, 3, 1) and v.as_sequences()[1].ravel().tolist() == [4, 5]
+    v = cntkio.Value.create(_Var((5,)), np.stack([t, t]), seq_starts=[True, False])
+    assert v.shape == (2, 1, 5) and v.mask.tolist() == [[2], [1]]
+    with pytest.raises(ValueError, match="the samples have shape"):
+        cntkio.Value.create(_Var((4,)), [t, t])
