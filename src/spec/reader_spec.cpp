@@ -86,7 +86,10 @@ void resolve_reader_defaults(SourceOptions& source, const std::vector<Deserializ
       }
     }
     if (by != nullptr) {
-      if (source.sample_based_window.value_or(false)) {
+      // Only a sample-based window asked for in the reader section itself needs an explicit size (CNTK:
+      // ExistsCurrent); without randomization there is no window to size.
+      const bool asked_here = reader == nullptr || reader->exists_current("sampleBasedRandomizationWindow");
+      if (source.sample_based_window.value_or(false) && asked_here && source.randomize) {
         const std::string message =
             "A sample-based randomization window must be given explicitly "
             "(randomizationWindow) when a " +
@@ -210,9 +213,12 @@ ReaderSpec composite_from_config(const Config& reader) {
   // Unset without either: an image deserializer alone, randomized, then packs frames (its trait).
   if (frame_mode) s.packing = Packing::kFrames;
   if (truncated) s.packing = Packing::kTruncatedSequences;
+  // CNTK's writer action reads all data in file order, whole sequences (spec pipeline.md §1.2).
+  const bool write_action = reader.get_string("action", "") == "write";
+  if (write_action) s.packing = Packing::kSequences;
   s.right_splice = reader.get_uint("rightSplice", 0);
   s.element_type = spec_detail::precision_of(reader);
-  s.randomize = reader.get_bool("randomize", true);
+  s.randomize = reader.get_bool("randomize", true) && !write_action;
   s.seed = reader.get_uint("randomizationSeed", 0);
   s.max_errors = reader.get_uint("maxErrors", 0);
   s.local_timeline = reader.get_bool("localTimeline", true);
@@ -249,7 +255,9 @@ ReaderSpec composite_from_config(const Config& reader) {
   // CNTK applies a format's chunk window unless the window is written in the reader section itself.
   if (reader.exists_current("randomizationWindow") ||
       (!chunk_window_format && reader.exists("randomizationWindow"))) {
-    s.randomization_window = reader.get_uint("randomizationWindow");
+    // `default` is the composite reader's own default (randomizeAuto: the whole data), as CNTK's typed
+    // accessor reads it.
+    s.randomization_window = reader.get_uint("randomizationWindow", spec_detail::kWholeDataWindow);
   }
   spec_detail::resolve_reader_defaults(s, spec.deserializers, &reader);
   return spec;

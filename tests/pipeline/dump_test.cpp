@@ -136,3 +136,34 @@ TEST(Dump, AnUnresolvableVariableAnywhereInTheFileFailsAsInCntksReaderTests) {
 }
 
 }  // namespace cntkio::pipeline
+
+namespace cntkio::pipeline {
+
+// conformance README §2: CNTK's harness asks for a minibatch before it counts, so with more minibatches than
+// the cap it reads one more and drops it; an error there fails the run.
+TEST(Dump, TheMinibatchAfterTheCapIsReadAndDropped) {
+  const std::string dir = ::testing::TempDir();
+  const std::string data = dir + "/dump_cap.ctf";
+  {
+    std::ofstream out(data);
+    for (int i = 0; i < 10; ++i) out << i << " |a " << i << "\n";
+    out << "10 |a x\n";
+  }
+  const std::string config = dir + "/dump_cap.cntk";
+  std::ofstream(config)
+      << "S = [ reader = [ readerType = CNTKTextFormatReader ; file = \"" << data
+      << "\" ; randomize = false ; chunkSizeInBytes = 8 ; input = [ a = [ dim = 1 ; format = "
+         "dense ] ] ] ]\n";
+  DumpOptions options;
+  options.config_file = config;
+  options.section = "S";
+  options.minibatch_size = 1;
+  std::ostringstream out;
+  EXPECT_THROW(run_dump(options, out), FormatError);
+  options.max_minibatches = 9;  // the 10th minibatch, read and dropped, is a good one
+  std::ostringstream nine;
+  run_dump(options, nine);
+  EXPECT_EQ(nine.str(), "0\n1\n2\n3\n4\n5\n6\n7\n8\n");
+}
+
+}  // namespace cntkio::pipeline

@@ -379,3 +379,39 @@ TEST(ReaderSpecFromConfig, AReaderBlockFoundInAnEnclosingScopeSeesTheSectionThat
   const ReaderSpec global = ReaderSpec::from_config(Config::from_text(text).get_block("reader"));
   EXPECT_TRUE(global.source.randomize);
 }
+
+namespace {
+
+std::string composite_section(const std::string& reader_keys, const std::string& outer_keys = "") {
+  return "S = [ " + outer_keys + (outer_keys.empty() ? "" : " ;") + " reader = [ " + reader_keys +
+         "\n deserializers = ([ type = \"CNTKTextFormatDeserializer\" ; file = \"d.ctf\" ; "
+         "input = [ a = [ dim = 1 ; format = \"dense\" ] ] ]) ] ]\n";
+}
+
+}  // namespace
+
+// spec pipeline.md §1.2: `action = write` reads all data in file order, whole sequences.
+TEST(ReaderSpecFromConfig, TheWriteActionReadsSequencesInFileOrder) {
+  for (const std::string packing : {"", "frameMode = true", "truncated = true ; truncationLength = 2"}) {
+    const ReaderSpec spec = spec_of_section(composite_section("action = write ; " + packing), "S");
+    EXPECT_FALSE(spec.source.randomize) << packing;
+    EXPECT_EQ(spec.source.packing, Packing::kSequences) << packing;
+  }
+  EXPECT_TRUE(spec_of_section(composite_section("action = train"), "S").source.randomize);
+}
+
+// spec pipeline.md §3.1: a CTF deserializer needs an explicit size for a sample window asked for in the
+// reader section itself, when there is a window at all; `randomizationWindow = default` is the composite
+// default.
+TEST(ReaderSpecFromConfig, SampleWindowRulesOfACompositeCtfReader) {
+  EXPECT_THROW(spec_of_section(composite_section("sampleBasedRandomizationWindow = true"), "S"), ConfigError);
+  const ReaderSpec unrandomized =
+      spec_of_section(composite_section("randomize = false ; sampleBasedRandomizationWindow = true"), "S");
+  EXPECT_FALSE(unrandomized.source.randomize);
+  const ReaderSpec outer =
+      spec_of_section(composite_section("", "sampleBasedRandomizationWindow = true"), "S");
+  EXPECT_EQ(outer.source.sample_based_window, false);  // asked for above the reader: the chunk window
+  const ReaderSpec by_default = spec_of_section(composite_section("randomizationWindow = default"), "S");
+  EXPECT_EQ(by_default.source.randomization_window, (uint64_t{1} << 62) - 1);  // randomizeAuto
+  EXPECT_EQ(by_default.source.sample_based_window, true);
+}
