@@ -4,6 +4,7 @@
 
 #include "config/scope.hpp"
 #include "core/input_file.hpp"
+#include "core/logger.hpp"
 
 namespace cntkio::config_detail {
 
@@ -102,9 +103,24 @@ SourceText resolve_includes(const SourceText& text, std::vector<std::string>& se
     for_each_piece(paths, '+', [&](size_t path_begin, size_t path_end) {
       std::string path(paths.substr(path_begin, path_end - path_begin));
       // CNTK warns and skips a file that was already read.
-      if (std::find(seen.begin(), seen.end(), path) != seen.end()) return;
+      if (std::find(seen.begin(), seen.end(), path) != seen.end()) {
+        core::Logger().log(
+            core::LogLevel::kWarning,
+            "Warning: Config file included multiple times.  Not including config file again: " + path);
+        return;
+      }
       seen.push_back(path);
-      out.append(resolve_includes(read_config_file(path), seen));
+      SourceText included;
+      try {
+        included = read_config_file(path);
+      } catch (const IoError& e) {
+        const Origin at = text.origin_at(begin);
+        SourceLocation where;
+        if (at.known()) where.file = *at.file;
+        where.line = at.line;
+        throw IoError(e, where);  // the include= line that names it
+      }
+      out.append(resolve_includes(included, seen));
     });
   });
   return out;

@@ -226,10 +226,12 @@ TEST(ConfigIncludes, MissingIncludedFileIsAnIoError) {
   TempDir dir;
   std::string missing = dir.path("missing.cntk");
   try {
-    Config::from_text("include=" + missing + "\n");
+    Config::from_text("a = 1\ninclude=" + missing + "\n", "m.cntk");
     FAIL() << "expected IoError";
   } catch (const IoError& e) {
     EXPECT_EQ(e.path(), missing);
+    // where it was named: the include= line
+    EXPECT_NE(std::string(e.what()).find("named at [file 'm.cntk', line 2"), std::string::npos) << e.what();
   }
 }
 
