@@ -51,3 +51,24 @@ def test_a_fifo_or_a_directory_is_refused_at_once(tmp_path, kind):
     for path in (fifo, tmp_path):
         with pytest.raises(OSError, match="not a regular file|is a directory"):
             _read(MAKERS[kind](str(path)))
+
+
+def test_a_file_size_limit_is_an_io_error_of_the_cli_not_a_signal(tmp_path, cli):
+    # ulimit -f: the write fails with EFBIG (SIGXFSZ ignored), so the CLI reports it (exit 5) and leaves
+    # nothing at the output's name or beside it
+    import resource
+    import subprocess
+
+    from conftest import write_ctf
+
+    data = write_ctf(tmp_path / "d.ctf", [3] * 4000)
+    out = tmp_path / "out.bin"
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+
+    result = subprocess.run([cli, "convert", "--stream", "features:f:2:dense", "--stream", "labels:l:5:sparse", data,
+                             str(out)], preexec_fn=limit, capture_output=True, text=True)
+    assert result.returncode == 5, (result.returncode, result.stderr)
+    assert result.stderr.startswith("error:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.ctf"]

@@ -1,6 +1,7 @@
 // The `cntkio` command line: registers the verbs (cmd_*.cpp) and maps errors to exit codes.
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -79,6 +80,9 @@ int report(const std::exception& e, int code, bool verbose) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) then fails the write with EFBIG, which every writer reports as an IoError
+  // (exit 5) and cleans up after, instead of SIGXFSZ killing the process with partial files left.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"cntkio: reads CNTK datasets (CTF and more) with CNTK's exact reader semantics.", "cntkio"};
   app.footer(kExitCodes);
   app.set_version_flag("--version", std::string("cntkio ") + cntkio::version());
