@@ -106,9 +106,11 @@ class StagedFiles {
   }
 
   /// Moves every staged file into place (creating its folders), then calls `finish` (the SCP's rename).
+  /// `before_replacing` runs before the first move when a move replaces an existing file (the caller removes
+  /// the list that names the old files: interrupted midway, no list names a mix of old and new files).
   /// The staged files were written without a sync each: one sync of their storage makes them durable before
   /// they are moved, and one sync of each folder they are moved to makes the moves durable.
-  void commit(const std::function<void()>& finish) {
+  void commit(const std::function<void()>& finish, const std::function<void()>& before_replacing) {
     // Everything that can fail without touching an existing file comes first: the folders, and targets that
     // a file cannot replace.
     for (const fs::path& relative : files_) {
@@ -120,6 +122,12 @@ class StagedFiles {
     }
     Env& env = env_;
     env.sync_storage(staging_.string());
+    for (const fs::path& relative : files_) {
+      if (env.file_exists((dir_ / relative).string())) {
+        before_replacing();
+        break;
+      }
+    }
     std::set<std::string> folders;
     for (const fs::path& relative : files_) {
       const fs::path target = dir_ / relative;
@@ -313,7 +321,19 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
   }
   scp_out.write(scp.data(), scp.size());
   scp_out.flush();
-  staged.commit([&scp_out] { scp_out.commit(); });
+  const std::shared_ptr<Env> env_owner = Env::current();
+  Env& env = *env_owner;
+  staged.commit([&scp_out] { scp_out.commit(); },
+                [&env, &options] {
+                  // The old list goes first: a run stopped while the files are moved leaves no list that
+                  // names old and new files together (reading then fails, it does not mix them).
+                  if (env.file_exists(options.scp_file)) {
+                    env.remove_file(options.scp_file);
+                    env.sync_folder(fs::path(options.scp_file).parent_path().empty()
+                                        ? std::string(".")
+                                        : fs::path(options.scp_file).parent_path().string());
+                  }
+                });
   return result;
 }
 

@@ -221,6 +221,38 @@ TEST(FaultWrite, ConvertHtkRollsBackEveryFileUnderEveryFaultAndACleanRunWritesIt
   }
 }
 
+// Replacing an earlier conversion's files: a run stopped while it moves its files into place must not leave
+// the earlier list naming a mix of old and new files (it read as a whole with no error). The old list goes
+// before the first file is replaced; a clean run then writes everything.
+TEST(FaultWrite, ConvertHtkStoppedWhileReplacingLeavesNoListOfMixedFiles) {
+  TempDir dir;
+  HtkConvertOptions options;
+  options.scp_file = dir.path("out.scp");
+  options.output_dir = dir.path("features");
+  {
+    auto old_source = ctf_source(dir.write("old.ctf", ctf_text(12)));
+    convert_to_htk(*old_source, 0, options);
+  }
+  ASSERT_TRUE(fs::exists(options.scp_file));
+  std::string newer;  // the same keys, other values
+  for (int s = 0; s < 12; ++s) newer += std::to_string(s) + " |x " + std::to_string(500 + s) + " 7\n";
+  const std::string new_ctf = dir.write("new.ctf", newer);
+  // key 1's file is the second moved into place (key 0's is replaced before it)
+  const Outcome o = run_with(fault(Fault::Op::kRename, Fault::Kind::kError, 1, "features/1.htk"), [&] {
+    auto source = ctf_source(new_ctf);
+    convert_to_htk(*source, 0, options);
+    return std::string();
+  });
+  ASSERT_TRUE(o.fired);
+  EXPECT_TRUE(o.io_error) << o.what;
+  EXPECT_FALSE(fs::exists(options.scp_file)) << "the old list still names the files, now old and new mixed";
+  auto source = ctf_source(new_ctf);
+  convert_to_htk(*source, 0, options);
+  const std::string back = read_all(htk_reader(options.scp_file));
+  const std::string text = read_all(ctf_reader(new_ctf));
+  EXPECT_EQ(back.substr(back.find('\n')), text.substr(text.find('\n')));
+}
+
 TEST(FaultWrite, TheIndexCacheIsNeverTornUnderAWriteFaultAndACleanRunWritesAndUsesIt) {
   TempDir dir;
   const std::string file = dir.write("d.ctf", ctf_text(2000));
