@@ -470,3 +470,19 @@ def test_a_server_that_ignores_ranges_is_read_with_one_download_or_refused_when_
                             env=dict(SMALL_BLOCKS, CNTKIO_REMOTE_CACHE_BYTES=str(size // 2)))
         assert len(lines) == 1 and lines[0].startswith("error "), lines
         assert "ignores Range requests" in lines[0] and "a.ctf" in lines[0], lines
+
+
+def test_a_server_answering_other_bytes_than_asked_is_an_error_never_other_data(data):
+    # a 206 whose Content-Range is not the range asked for (a shifting proxy), or has none, or gives a size no
+    # storage holds: an IoError naming the URL, never those bytes read as the file's
+    write_ctf(data / "a.ctf", LENGTHS * 10)
+    size = (data / "a.ctf").stat().st_size
+    with servers.FailingServer(data, failures=0, ranges=True, shift=1000) as server:
+        lines = remote_read(server.url + "/a.ctf", "read:0:10", "read:%d:100" % (size - 100), env=SMALL_BLOCKS)
+        assert len(lines) == 2 and lines[1].startswith("error "), lines
+        assert "the server answered with bytes" in lines[1] and "a.ctf" in lines[1], lines
+    for content_range, what in ((None, "no usable Content-Range"), ("bytes */%d" % size, "no usable Content-Range"),
+                                ("bytes 0-9/4611686018427387904", "more than 1 PiB")):
+        with servers.FailingServer(data, failures=0, ranges=True, content_range=content_range) as server:
+            lines = remote_read(server.url + "/a.ctf", "read:0:10", env=SMALL_BLOCKS)
+            assert len(lines) == 1 and lines[0].startswith("error ") and what in lines[0], (content_range, lines)

@@ -44,6 +44,32 @@ bool header_is(const std::string& line, const char* name) {
   return line.size() > n && line[n] == ':' && ::strncasecmp(line.c_str(), name, n) == 0;
 }
 
+// `bytes FIRST-LAST/TOTAL` (TOTAL may be `*`, unknown): anything else leaves the range unknown and the total
+// 0.
+void parse_content_range(const std::string& value, Response& response) {
+  auto number = [](const std::string& text, size_t& at, uint64_t& out) {
+    const size_t begin = at;
+    out = 0;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+      if (out > (UINT64_MAX - 9) / 10) return false;
+      out = out * 10 + static_cast<uint64_t>(text[at++] - '0');
+    }
+    return at > begin;
+  };
+  if (value.rfind("bytes ", 0) != 0) return;
+  size_t at = 6;
+  uint64_t first = 0, last = 0, total = 0;
+  if (!number(value, at, first) || at >= value.size() || value[at++] != '-') return;
+  if (!number(value, at, last) || at >= value.size() || value[at++] != '/' || last < first) return;
+  if (value.compare(at, std::string::npos, "*") != 0) {
+    if (!number(value, at, total) || at != value.size() || last >= total) return;
+  }
+  response.range_known = true;
+  response.range_first = first;
+  response.range_last = last;
+  response.total_size = total;
+}
+
 struct Transfer {
   const Request* request;
   Response* response;
@@ -61,6 +87,13 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
     response.streamed += n;
     return n;
   }
+  const uint64_t limit = transfer->request->max_whole_body;
+  if (limit != 0 && response.status == 200 &&
+      (response.content_length > limit || response.body.size() + n > limit)) {
+    response.refused = true;
+    response.too_large = true;
+    return 0;  // stops the transfer: it would not be kept anyway
+  }
   response.body.append(data, n);
   return n;
 }
@@ -71,14 +104,13 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a redirect or 100-continue)
     response->etag.clear();
     response->total_size = 0;
+    response->range_known = false;
     const size_t space = line.find(' ');
     response->status = space == std::string::npos ? 0 : std::strtol(line.c_str() + space + 1, nullptr, 10);
   } else if (header_is(line, "etag")) {
     response->etag = trim(line.substr(5));
   } else if (header_is(line, "content-range")) {
-    const size_t slash = line.rfind('/');
-    if (slash != std::string::npos)
-      response->total_size = std::strtoull(line.c_str() + slash + 1, nullptr, 10);
+    parse_content_range(trim(line.substr(14)), *response);
   } else if (header_is(line, "content-length")) {
     response->content_length = std::strtoull(line.c_str() + 15, nullptr, 10);
   }
@@ -182,8 +214,9 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
     curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_text);
     curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT, static_cast<long>(settings_.timeout_s));
-    // A transfer that moves less than 1 byte a second for the timeout is stalled (a server that hangs).
-    curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    // A transfer that moves less than 1 KiB a second for the timeout is stalled (a server that hangs, or
+    // drips a few bytes a second: a 256 KiB block would take days).
+    curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, static_cast<long>(settings_.timeout_s));
     curl_easy_setopt(handle, CURLOPT_FILETIME, 1L);
     // Large receive buffers: fewer, larger callbacks (the default 16 KiB halves the throughput).

@@ -40,9 +40,14 @@ struct Response {
   std::string etag;
   uint64_t content_length = 0;
   uint64_t total_size = 0;  ///< from Content-Range (ranged GET) or Content-Length (HEAD)
-  int64_t mtime_s = -1;     ///< Last-Modified, seconds since the epoch (-1: none)
-  uint64_t streamed = 0;    ///< bytes of a 206 answer handed to Request::sink (instead of `body`)
-  bool refused = false;     ///< the sink stopped the transfer
+  /// Content-Range `bytes FIRST-LAST/TOTAL` as sent (range_known false: none, or not of that form).
+  bool range_known = false;
+  uint64_t range_first = 0;
+  uint64_t range_last = 0;
+  int64_t mtime_s = -1;    ///< Last-Modified, seconds since the epoch (-1: none)
+  uint64_t streamed = 0;   ///< bytes of a 206 answer handed to Request::sink (instead of `body`)
+  bool refused = false;    ///< the sink stopped the transfer (or it outgrew Request::max_whole_body)
+  bool too_large = false;  ///< a 200 answer outgrew Request::max_whole_body and was stopped
 };
 
 /// One request. `url` is an http(s) URL; `sign_s3` signs it with the S3 credentials (when there are any).
@@ -53,6 +58,9 @@ struct Request {
   uint64_t range_first = 0;
   uint64_t range_last = 0;
   bool sign_s3 = false;
+  /// A 200 answer (the whole file, from a server that ignores Range) larger than this is stopped as soon as
+  /// its Content-Length or its bytes say so (Response::too_large); 0: no limit.
+  uint64_t max_whole_body = 0;
   /// Where the body of a 206 answer goes as it arrives (else into Response::body): called with the answer's
   /// headers so far, the offset of `data` in the body (0 again when the request is tried again) and the
   /// bytes. Returning false stops the transfer without further tries (Response::refused).

@@ -159,18 +159,30 @@ class BlockCache {
 // A server that ignores Range (python -m http.server, for one) answers every ranged GET with the whole file
 // (HTTP 200). The body's blocks all go into the cache, so that the file is downloaded once while the cache
 // holds it; a file larger than the cache would be downloaded whole again for read after read: refused.
+[[noreturn]] void throw_whole_file_too_large(const std::string& size, uint64_t bound,
+                                             const std::string& path) {
+  throw IoError(
+      "the server ignores Range requests (it answered a ranged GET with the whole file, HTTP 200), and the "
+      "file's " +
+          size + " bytes do not fit the block cache (" + std::to_string(bound) +
+          " bytes, CNTKIO_REMOTE_CACHE_BYTES): every read would download it whole again. Serve it from a "
+          "server "
+          "that supports ranges (nginx, S3) or copy it to a local disk:",
+      path, EOPNOTSUPP);
+}
+
+// A 200 answer stopped because it outgrew the block cache (Request::max_whole_body).
+void check_whole_body(const Response& response, uint64_t bound, const std::string& path) {
+  if (!response.too_large) return;
+  throw_whole_file_too_large(response.content_length > bound ? std::to_string(response.content_length)
+                                                             : "more than " + std::to_string(bound),
+                             bound, path);
+}
+
 void keep_whole_file(BlockCache& cache, uint64_t block_size, const std::string& url, const std::string& etag,
                      const std::string& path, std::shared_ptr<const std::string> body) {
-  if (body->size() > cache.bound()) {
-    throw IoError(
-        "the server ignores Range requests (it answered a ranged GET with the whole file, HTTP 200), "
-        "and the file's " +
-            std::to_string(body->size()) + " bytes do not fit the block cache (" +
-            std::to_string(cache.bound()) +
-            " bytes, CNTKIO_REMOTE_CACHE_BYTES): every read would download it whole again. Serve it "
-            "from a server that supports ranges (nginx, S3) or copy it to a local disk:",
-        path, EOPNOTSUPP);
-  }
+  if (body->size() > cache.bound())
+    throw_whole_file_too_large(std::to_string(body->size()), cache.bound(), path);
   for (uint64_t b = 0; b * block_size < body->size(); ++b) {
     const uint64_t offset = b * block_size;
     cache.insert(
@@ -331,14 +343,25 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
     request.has_range = first_block;
     request.range_last = client_.settings().block_size - 1;
     request.sign_s3 = s3;
+    request.max_whole_body = cache_.bound();
     unsigned tries = 0;
     Response response = client_.perform(request, path, &tries);
+    check_whole_body(response, cache_.bound(), path);
     if (may_retry && first_block && response.status == 416) {
       return head_now(path, open_failure, false, false);  // an empty file
     }
     if (may_retry && !first_block && (response.status == 405 || response.status == 501)) {
       return head_now(path, open_failure, true,
                       false);  // a server that refuses HEAD: a GET of the first block
+    }
+    if (first_block && response.status == 206 && (!response.range_known || response.range_first != 0)) {
+      throw IoError(std::string(open_failure) + " (the server answered a request for the first " +
+                        std::to_string(request.range_last + 1) + " bytes with " +
+                        (response.range_known ? "bytes " + std::to_string(response.range_first) + "-" +
+                                                    std::to_string(response.range_last)
+                                              : std::string("no usable Content-Range")) +
+                        ")",
+                    path, EIO);
     }
     if (first_block && response.status == 206) {
       const uint64_t expected = std::min(client_.settings().block_size, response.total_size);
@@ -358,6 +381,13 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
       throw IoError(std::string(open_failure) + " (HTTP " + std::to_string(response.status) +
                         (tries > 1 ? ", after " + std::to_string(tries) + " tries)" : ")"),
                     path, response.status == 403 ? EACCES : EIO);
+    }
+    // A size no storage holds (a server's garbage) would size the mapping and the index: refused here.
+    constexpr uint64_t kLargestFile = uint64_t{1} << 50;  // 1 PiB
+    if (response.total_size > kLargestFile) {
+      throw IoError(std::string(open_failure) + " (the server gives its size as " +
+                        std::to_string(response.total_size) + " bytes, more than 1 PiB)",
+                    path, EIO);
     }
     FileIdentity identity;
     identity.size = response.total_size;
@@ -491,6 +521,16 @@ void check_answer(const Target& target, const Request& request, const Response& 
     throw IoError("HTTP " + std::to_string(response.status) + " reading " + range + after + " of",
                   target.path, response.status == 403 ? EACCES : EIO);
   }
+  // A 206 must hold the bytes asked for: other bytes (a server or proxy that shifts ranges) would be read as
+  // the file's.
+  if (response.status == 206 && (!response.range_known || response.range_first != request.range_first ||
+                                 response.range_last != request.range_last)) {
+    throw IoError("the server answered " +
+                      (response.range_known ? "with " + range_text(response.range_first, response.range_last)
+                                            : std::string("without a usable Content-Range")) +
+                      " to a request for " + range + after + " of",
+                  target.path, EIO);
+  }
   if (etag != identity.etag || total != identity.size) {
     throw IoError("the remote file changed while being read (ETag " + identity.etag + ", " +
                       std::to_string(identity.size) + " bytes when opened; now ETag " + etag + ", " +
@@ -524,8 +564,10 @@ std::shared_ptr<const std::string> fetch_run(const Target& target, uint64_t firs
   request.has_range = true;
   request.range_first = first * block_size;
   request.range_last = std::min(identity.size, (first + count) * block_size) - 1;
+  request.max_whole_body = env.cache().bound();
   unsigned tries = 0;
   Response response = perform_limited(target, request, tries);
+  check_whole_body(response, env.cache().bound(), target.path);
   const uint64_t expected = request.range_last - request.range_first + 1;
   const bool whole = response.status == 200;  // a server that ignores ranges sends the whole file
   check_answer(target, request, response, tries, response.etag,
@@ -558,6 +600,10 @@ void stream_range(const Target& target, uint64_t first, uint64_t last, const Sin
   uint64_t other_total = 0;
   bool other_version = false;
   request.sink = [&](const Response& headers, uint64_t offset, const char* data, size_t n) {
+    // Bytes of another range than asked for are never handed on (check_answer below names the range).
+    if (offset == 0 && (!headers.range_known || headers.range_first != first || headers.range_last != last)) {
+      return false;
+    }
     if (offset == 0 && (headers.etag != identity.etag || headers.total_size != identity.size)) {
       other_version = true;
       other_etag = headers.etag;
@@ -566,8 +612,10 @@ void stream_range(const Target& target, uint64_t first, uint64_t last, const Sin
     }
     return sink(offset, data, n);
   };
+  request.max_whole_body = target.env->cache().bound();
   unsigned tries = 0;
   Response response = perform_limited(target, request, tries);
+  check_whole_body(response, target.env->cache().bound(), target.path);
   if (other_version) check_answer(target, request, response, tries, other_etag, other_total);
   const bool whole = response.status == 200;
   check_answer(target, request, response, tries, response.etag,

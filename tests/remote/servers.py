@@ -206,9 +206,15 @@ class S3rver:
 class FailingServer:
     """HTTP on 127.0.0.1 serving `root`, answering its first `failures` requests of the `methods` with `status`
     (503); with `spare_open`, requests for the first bytes (`Range: bytes=0-...`, how a file is opened) are
-    served; with `ranges`, ranged GETs get their range (206), else the whole file (200), as http.server does."""
+    served; with `ranges`, ranged GETs get their range (206), else the whole file (200), as http.server does.
+    A broken server, with `ranges`: `shift` answers a range that does not start at 0 with the bytes `shift`
+    earlier (and says so in Content-Range); `content_range` replaces the Content-Range header's value
+    (None: no header)."""
 
-    def __init__(self, root, failures, status=503, methods=("HEAD", "GET"), spare_open=False, ranges=False):
+    def __init__(self, root, failures, status=503, methods=("HEAD", "GET"), spare_open=False, ranges=False,
+                 shift=0, content_range=""):
+        self.shift = shift
+        self.content_range = content_range
         self.spare_open = spare_open
         self.ranges = ranges  # answer `Range: bytes=A-B` with 206 (http.server itself sends the whole file)
         self.root = str(root)
@@ -258,8 +264,13 @@ class FailingServer:
                     body = f.read()
                 first, _, last = wanted[len("bytes="):].partition("-")
                 first, last = int(first), min(int(last), len(body) - 1)
+                if first > 0 and outer.shift:
+                    first, last = max(0, first - outer.shift), max(0, first - outer.shift) + last - first
                 self.send_response(206)
-                self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, len(body)))
+                if outer.content_range == "":
+                    self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, len(body)))
+                elif outer.content_range is not None:
+                    self.send_header("Content-Range", outer.content_range)
                 self.send_header("Content-Length", str(last - first + 1))
                 self.end_headers()
                 self.wfile.write(body[first:last + 1])
