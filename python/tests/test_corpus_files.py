@@ -2,6 +2,7 @@
 array or a list file. The sequences are those of the files one after another; chunks never span files, so
 the union is randomized, split across workers and checkpointed like one file, without loss or repetition."""
 
+import os
 import subprocess
 
 import pytest
@@ -178,3 +179,11 @@ def test_a_cbf_corpus_reads_as_its_files_one_after_another(shards, tmp_path, cli
     from_cbf = read(cntkio.MinibatchSource(cntkio.CBFDeserializer(str(tmp_path / "shard*.cbf")), randomize=False,
                                            max_sweeps=1))
     assert from_cbf == from_ctf
+
+
+def test_the_same_file_under_another_spelling_is_refused_not_read_twice(shards, tmp_path):
+    link = tmp_path / "link.ctf"
+    link.symlink_to(shards[0])
+    for other in (os.path.join(os.path.dirname(shards[0]), ".", os.path.basename(shards[0])), str(link)):
+        with pytest.raises(cntkio.ConfigError, match="are the same file"):
+            cntkio.MinibatchSource(cntkio.CTFDeserializer([shards[0], other], streams()), randomize=False)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -280,6 +281,27 @@ std::vector<std::string> expand_data_files(const std::string& file,
   for (const std::string& f : out) {
     if (!seen.insert(f).second)
       throw ConfigError(what + ": the data file '" + f + "' is named twice.", "file");
+  }
+  // The same file under two spellings (./a.ctf, its absolute path, a link to it) would be read twice: local
+  // files are compared by device and inode (a file that cannot be looked at is reported when it is opened).
+  if (out.size() > 1) {
+    const std::shared_ptr<Env> env = Env::current();
+    std::map<std::pair<uint64_t, uint64_t>, std::string> by_inode;
+    for (const std::string& f : out) {
+      if (f.find("://") != std::string::npos) continue;  // remote: no inode, and a look costs a request
+      FileIdentity identity;
+      try {
+        identity = env->file_identity(f);
+      } catch (const Error&) {
+        continue;
+      }
+      if (identity.device == 0 && identity.inode == 0) continue;
+      const auto [it, added] = by_inode.emplace(std::make_pair(identity.device, identity.inode), f);
+      if (!added) {
+        throw ConfigError(what + ": the data files '" + it->second + "' and '" + f + "' are the same file.",
+                          "file");
+      }
+    }
   }
   return out;
 }
