@@ -288,6 +288,26 @@ Case lying(std::string name, CbfLayout layout, bool sparse, std::vector<uint32_t
   return c;
 }
 
+// Two sequences of dense inputs a and b (one value 1 and 2 each); the second holds `a_samples` and
+// `b_samples` samples of them. Read unrandomized by a composite reader.
+Outcome run_two_sequences(const std::string& dir, uint32_t a_samples, uint32_t b_samples) {
+  const float one = 1, two = 2;
+  {
+    CbfWriter w(dir + "/data.cbf", {{"a", StorageFormat::kDense, ElementType::kFloat, 1},
+                                    {"b", StorageFormat::kDense, ElementType::kFloat, 1}});
+    const std::vector<ElementType> types(2, ElementType::kFloat);
+    w.add_sequence({cbf_test::dense_data(1, &one), cbf_test::dense_data(1, &two)}, types);
+    w.add_sequence({cbf_test::dense_data(a_samples, a_samples ? &one : nullptr),
+                    cbf_test::dense_data(b_samples, b_samples ? &two : nullptr)},
+                   types);
+    w.finish();
+  }
+  return run_reader(dir,
+                    "Train = [ reader = [ randomize = false ; deserializers = ( [ type = "
+                    "\"CNTKBinaryFormatDeserializer\" ; file = \"$dir$/data.cbf\" ] ) ] ]\n",
+                    {});
+}
+
 std::string str(uint64_t v) {
   return std::to_string(v);
 }
@@ -674,21 +694,7 @@ std::vector<Case> cbf_cases() {
     // its chunk's length prefix, the stream and the sequence (it named none of them).
     Case c;
     c.name = "cbf_stream_without_samples_is_located";
-    c.run = [](const std::string& dir) {
-      const float one = 1, two = 2;
-      {
-        CbfWriter w(dir + "/data.cbf", {{"a", StorageFormat::kDense, ElementType::kFloat, 1},
-                                        {"b", StorageFormat::kDense, ElementType::kFloat, 1}});
-        const std::vector<ElementType> types(2, ElementType::kFloat);
-        w.add_sequence({cbf_test::dense_data(1, &one), cbf_test::dense_data(1, &two)}, types);
-        w.add_sequence({cbf_test::dense_data(1, &one), cbf_test::dense_data(0, nullptr)}, types);
-        w.finish();
-      }
-      return run_reader(dir,
-                        "Train = [ reader = [ randomize = false ; deserializers = ( [ type = "
-                        "\"CNTKBinaryFormatDeserializer\" ; file = \"$dir$/data.cbf\" ] ) ] ]\n",
-                        {});
-    };
+    c.run = [](const std::string& dir) { return run_two_sequences(dir, 1, 0); };
     // chunk 0 starts after the 12-byte prefix; sequence 1's length is its second entry
     c.expect = format_error("Sequences must be at least one frame long.", "data.cbf", 0, 0, 12 + 4, "b", "1");
     add(std::move(c));
@@ -698,21 +704,7 @@ std::vector<Case> cbf_cases() {
     // chunk is read (it was an unlocated "index is inconsistent" error).
     Case c;
     c.name = "cbf_sequence_without_any_sample_is_located";
-    c.run = [](const std::string& dir) {
-      const float one = 1, two = 2;
-      {
-        CbfWriter w(dir + "/data.cbf", {{"a", StorageFormat::kDense, ElementType::kFloat, 1},
-                                        {"b", StorageFormat::kDense, ElementType::kFloat, 1}});
-        const std::vector<ElementType> types(2, ElementType::kFloat);
-        w.add_sequence({cbf_test::dense_data(1, &one), cbf_test::dense_data(1, &two)}, types);
-        w.add_sequence({cbf_test::dense_data(0, nullptr), cbf_test::dense_data(0, nullptr)}, types);
-        w.finish();
-      }
-      return run_reader(dir,
-                        "Train = [ reader = [ randomize = false ; deserializers = ( [ type = "
-                        "\"CNTKBinaryFormatDeserializer\" ; file = \"$dir$/data.cbf\" ] ) ] ]\n",
-                        {});
-    };
+    c.run = [](const std::string& dir) { return run_two_sequences(dir, 0, 0); };
     c.expect = format_error_at("Sequences must be at least one frame long.", "data.cbf", 12 + 4);
     c.expect.location.sequence_key = "1";
     add(std::move(c));
