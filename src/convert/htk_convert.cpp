@@ -211,6 +211,25 @@ class StagedFiles {
   bool committed_ = false;
 };
 
+// HTK stores the period as a signed 32-bit count, and readers (CNTK's and cntkio's) take the byte order from
+// it: a period whose byte reversal is smaller is read as big-endian. A period the reader would misread is
+// refused here rather than written into files that read back wrong.
+void check_sample_period(uint32_t period, bool big_endian) {
+  if (period == 0 || period > 0x7FFFFFFFu) {
+    throw UsageError("The HTK frame period " + std::to_string(period) +
+                     " is out of range: it must be 1 to 2147483647 (100 ns units).");
+  }
+  const uint32_t reversed = __builtin_bswap32(period);
+  const bool read_back_right = big_endian ? period < reversed : reversed >= period;
+  if (!read_back_right) {
+    throw UsageError("The HTK frame period " + std::to_string(period) + " cannot be written " +
+                     (big_endian ? "big" : "little") +
+                     "-endian: HTK readers guess the byte order from the period and would read these files "
+                     "the other way round. Write them " +
+                     (big_endian ? "little" : "big") + "-endian or choose another period.");
+  }
+}
+
 void check_key(const std::string& key) {
   bool bad = key.empty() || key.find_first_of(std::string_view("=\r\n\0", 4)) != std::string::npos ||
              key.find("...") != std::string::npos || key.front() == '/';
@@ -248,10 +267,12 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
     throw UsageError("Stream '" + info.name + "' is sparse; HTK feature files hold dense frames only.");
   }
   if (options.scp_file.empty()) throw UsageError("convert_to_htk needs an SCP file name.");
-  if (options.extension.empty() || options.extension.find_first_of("./=[") != std::string::npos) {
+  if (options.extension.empty() ||
+      options.extension.find_first_of(std::string_view("./=[\r\n\0", 8)) != std::string::npos) {
     throw UsageError("The SCP extension '" + options.extension +
-                     "' must be non-empty, without '.', '/', '=' or '['.");
+                     "' must be non-empty, without '.', '/', '=', '[', a line end or a NUL byte.");
   }
+  check_sample_period(options.write.sample_period, options.write.big_endian);
   const size_t dim = info.sample_dim();
   const fs::path dir =
       options.output_dir.empty() ? fs::path(options.scp_file + ".d") : fs::path(options.output_dir);

@@ -148,3 +148,49 @@ TEST(HtkConvert, SparseStreamsAndBadExtensionsAreRejected) {
   h.extension = "a.b";
   EXPECT_THROW(convert_to_htk(*dense, 0, h), UsageError);
 }
+
+TEST(HtkConvert, ExtensionsWithLineEndsAreRejected) {
+  TempDir dir;
+  const CtfCorpus corpus = write_ctf(dir, 2, 2);
+  auto dense = ctf_source(corpus, 2);
+  for (const std::string& ext : {std::string("fea\nx"), std::string("fea\r"), std::string("fe\0a", 4)}) {
+    HtkConvertOptions h;
+    h.scp_file = dir.file("e.scp");
+    h.extension = ext;
+    EXPECT_THROW(convert_to_htk(*dense, 0, h), UsageError);
+    EXPECT_FALSE(std::filesystem::exists(h.scp_file));
+  }
+}
+
+// Every period written is either refused before anything is written or read back with the same frames: HTK
+// stores it as a signed 32-bit count, and readers take the byte order from it.
+TEST(HtkConvert, FramePeriodsAreRefusedUnlessTheyReadBackRight) {
+  TempDir dir;
+  const CtfCorpus corpus = write_ctf(dir, 3, 4);
+  const std::vector<uint32_t> periods = {0u,          1u,          256u,        100000u,     0x00010000u,
+                                         0x01000000u, 0x7FFFFFFFu, 0x80000000u, 3000000000u, 0xFFFFFFFFu};
+  size_t written = 0;
+  for (const uint32_t period : periods) {
+    for (const bool big_endian : {false, true}) {
+      auto source = ctf_source(corpus, 4);
+      HtkConvertOptions o;
+      o.scp_file = dir.file("p" + std::to_string(period) + (big_endian ? "b" : "l") + ".scp");
+      o.write.sample_period = period;
+      o.write.big_endian = big_endian;
+      const bool misread =
+          big_endian ? !(period < __builtin_bswap32(period)) : __builtin_bswap32(period) < period;
+      if (period == 0 || period > 0x7FFFFFFFu || misread) {
+        EXPECT_THROW(convert_to_htk(*source, 0, o), UsageError) << period << " " << big_endian;
+        EXPECT_FALSE(std::filesystem::exists(o.scp_file));
+        continue;
+      }
+      convert_to_htk(*source, 0, o);
+      ++written;
+      const std::map<std::string, std::vector<float>> back = read_back(o.scp_file, 4);
+      for (size_t s = 0; s < corpus.keys.size(); ++s) {
+        ASSERT_EQ(back.at(corpus.keys[s]), corpus.values[s]) << period << " " << big_endian;
+      }
+    }
+  }
+  EXPECT_GE(written, 8u);  // the usual periods stay writable both ways
+}
