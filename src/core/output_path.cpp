@@ -14,7 +14,7 @@ void check_output_name(const std::string& path) {
                    "' holds a NUL byte at position " + std::to_string(nul) + "; a path cannot contain one.");
 }
 
-void check_output_path(const std::string& path) {
+void check_output_path(const std::string& path, const std::string& temp_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::symlink_status(path, ec);
@@ -24,8 +24,9 @@ void check_output_path(const std::string& path) {
                      : fs::is_fifo(status)                                        ? "a FIFO"
                      : fs::is_character_file(status) || fs::is_block_file(status) ? "a device"
                                                                                   : "not a regular file";
-  throw UsageError("The output '" + path + "' exists and is " + what + ": cntkio writes '" + path +
-                   ".partial' and renames it into place, which would replace it. "
+  throw UsageError("The output '" + path + "' exists and is " + what + ": cntkio writes '" +
+                   (temp_path.empty() ? path + ".partial" : temp_path) +
+                   "' and renames it into place, which would replace it. "
                    "Give the path of a regular file (for a link, its target).");
 }
 

@@ -194,3 +194,21 @@ TEST(CtfCacheStaleness, ACachedIndexTellsTheLineModeWhenAsked) {
         << described;
   }
 }
+
+// A folder where the cache belongs: the data is read (indexed anew) and the reason names the temporary the
+// cache writer uses, not another writer's.
+TEST(CtfCacheStaleness, AFolderAtTheCachePathIsReportedWithTheWritersTemporary) {
+  TempDir dir;
+  const std::string data = dir.write("d.ctf", rows(0, 4));
+  fs::create_directory(data + "._.0.0.0.v1.cache");
+  auto d = make_ctf_deserializer(cached_options(data));
+  EXPECT_EQ(keys_of(*d).size(), 4u);
+  const CtfIndexSummary summary = ctf_index_summary(*d);
+  EXPECT_FALSE(summary.cache_written);
+  EXPECT_NE(summary.cache_not_written_reason.find("a directory"), std::string::npos)
+      << summary.cache_not_written_reason;
+  EXPECT_NE(summary.cache_not_written_reason.find(".cache.tmp."), std::string::npos)
+      << summary.cache_not_written_reason;
+  EXPECT_EQ(summary.cache_not_written_reason.find(".partial"), std::string::npos)
+      << summary.cache_not_written_reason;
+}

@@ -196,7 +196,7 @@ class PosixWritableFile final : public WritableFile {
   PosixWritableFile(std::string path, const WritableFileOptions& options)
       : path_(std::move(path)), durable_(options.durable) {
     core::check_output_name(path_);
-    core::check_output_path(path_);
+    core::check_output_path(path_, options.temp_path);
     if (!options.temp_path.empty()) {
       temp_ = options.temp_path;
       core::check_output_name(temp_);
