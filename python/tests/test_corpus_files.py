@@ -187,3 +187,16 @@ def test_the_same_file_under_another_spelling_is_refused_not_read_twice(shards, 
     for other in (os.path.join(os.path.dirname(shards[0]), ".", os.path.basename(shards[0])), str(link)):
         with pytest.raises(cntkio.ConfigError, match="are the same file"):
             cntkio.MinibatchSource(cntkio.CTFDeserializer([shards[0], other], streams()), randomize=False)
+
+
+def test_a_nul_byte_in_a_list_file_is_an_error_at_its_line(shards, tmp_path):
+    listed = tmp_path / "shards.txt"
+    listed.write_bytes(b"shard00.ctf\nshard\x0001.ctf\n")
+    config = tmp_path / "c.cntk"
+    config.write_text('''
+L = [ reader = [ randomize = false ; deserializers = ( [ type = "CNTKTextFormatDeserializer"
+  fileList = "%s" ; input = [ features = [ alias = f ; dim = 2 ; format = dense ] ]
+] ) ] ]
+''' % listed)
+    with pytest.raises(cntkio.FormatError, match=r"holds a NUL byte.*shards\.txt', line 2, column 6"):
+        cntkio.MinibatchSource.from_config(str(config), "L", max_sweeps=1)

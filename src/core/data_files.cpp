@@ -39,10 +39,21 @@ std::vector<std::string> list_file_lines(const std::string& list) {
   std::vector<std::string> out;
   std::istringstream lines(text);
   std::string line;
+  uint64_t number = 0;
   while (std::getline(lines, line)) {
+    ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const size_t first = line.find_first_not_of(" \t");
     if (first == std::string::npos || line[first] == '#') continue;
+    if (const size_t nul = line.find('\0'); nul != std::string::npos) {
+      SourceLocation where;
+      where.file = list;
+      where.line = number;
+      where.column = nul + 1;
+      throw FormatError(
+          "The list of data files names a path that holds a NUL byte; a path cannot contain one.",
+          std::move(where));
+    }
     line = line.substr(first, line.find_last_not_of(" \t") + 1 - first);
     const bool absolute = std::filesystem::path(line).is_absolute() || !Env::url_scheme(line).empty();
     out.push_back(absolute || folder.empty() ? line : (folder / line).string());

@@ -208,6 +208,11 @@ TEST(ScpLine, RangeSyntaxQuirks) {
             "parsedpath: frame number -4294967295 does not fit in 32 bits in 'u=f[-4294967295,2]'");
   EXPECT_EQ(htk::parse_scp_line("u=f[0,4294967295]", "x.scp", 1).last, 4294967295u);    // 32 bits: kept
   EXPECT_EQ(error_at("u=f[-1,3]").first, "open: start frame -1 > end frame 3 in 'f'");  // as CNTK
+  // A NUL byte would cut the path where the system reads it: an error at the SCP line, not at the open.
+  EXPECT_EQ(
+      error_at(std::string("u=a\0b.htk[0,3]", 14)),
+      std::make_pair(std::string("the file name 'a\\0b.htk' holds a NUL byte; a path cannot contain one"),
+                     uint64_t{4}));
 }
 
 TEST(ScpLine, PrefixPathAndThreeDotsAdjustTheLine) {

@@ -111,6 +111,11 @@ ScpEntry parse_scp_line(std::string_view line, const std::string& scp_path, uint
   const size_t dot = logical.find_last_of('.');
   entry.key = std::string(dot == std::string_view::npos ? logical : logical.substr(0, dot));
   entry.physical = std::string(line.substr(eq + 1, open - eq - 1));
+  if (const size_t nul = entry.physical.find('\0'); nul != std::string::npos) {
+    throw FormatError("the file name '" + entry.physical.substr(0, nul) + "\\0" +
+                          entry.physical.substr(nul + 1) + "' holds a NUL byte; a path cannot contain one",
+                      at(scp_path, line_number));
+  }
   entry.first = frame_number(line.substr(open + 1, comma - open - 1), line, scp_path, line_number);
   entry.last = frame_number(end_text, line, scp_path, line_number);
   if (entry.first > entry.last) {
