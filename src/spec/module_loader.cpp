@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <map>
@@ -15,6 +16,7 @@
 #include "cntkio/plugin.hpp"
 #include "core/input_file.hpp"
 #include "core/text.hpp"
+#include "spec/plugin_guard.hpp"
 
 namespace cntkio {
 namespace {
@@ -31,11 +33,30 @@ constexpr const char* kBuiltinModules[] = {"CNTKTextFormatReader",
                                            "Cntk.Deserializers.Image",
                                            "CompositeDataReader"};
 
+// What a plugin registers is checked as it is used (spec/plugin_guard.hpp); a type that takes the name of
+// one already registered replaces it, which is allowed but said.
 class Registrar final : public PluginRegistrar {
  public:
-  void add_deserializer(DeserializerType type) override { register_deserializer(std::move(type)); }
-  void add_transform(TransformType type) override { register_transform(std::move(type)); }
+  explicit Registrar(std::string module) : module_(std::move(module)) {}
+  void add_deserializer(DeserializerType type) override {
+    if (find_deserializer_type(type.name)) replacing("deserializer", type.name);
+    register_deserializer(spec_detail::guard_plugin_deserializer_type(std::move(type), module_));
+  }
+  void add_transform(TransformType type) override {
+    if (find_transform_type(type.name)) replacing("transform", type.name);
+    register_transform(spec_detail::guard_plugin_transform_type(std::move(type), module_));
+  }
   void add_reader_type(ReaderType type) override { register_reader_type(std::move(type)); }
+
+ private:
+  void replacing(const char* kind, const std::string& name) const {
+    std::fprintf(
+        stderr,
+        "WARNING: module '%s' registers the %s type '%s', which replaces the one registered before.\n",
+        module_.c_str(), kind, name.c_str());
+  }
+
+  std::string module_;
 };
 
 std::mutex g_modules_mutex;
@@ -175,7 +196,7 @@ void load_module(const std::string& module, const std::string& config_directory)
                        ", but this cntkio (" + std::string(::cntkio::version()) + ") has version " +
                        std::to_string(CNTKIO_PLUGIN_ABI_VERSION) + ": rebuild it against this cntkio.");
   }
-  Registrar registrar;
+  Registrar registrar(module);
   try {
     entry(registrar);
   } catch (const std::exception& e) {

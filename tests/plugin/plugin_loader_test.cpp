@@ -412,5 +412,76 @@ TEST(PluginTypes, TransformOfAStreamTheDeserializerLacksIsAUsageError) {
   }
 }
 
+// What a plugin gets wrong is an error naming its type and module, before anything reaches a minibatch: a
+// sparse index past the dimension would be written outside the minibatch's buffers, a sequence longer than
+// listed would break the minibatch and epoch counts.
+size_t read_samples_of_plugin(const std::string& fail, const std::string& transform_option = {}) {
+  ReaderSpec spec;
+  spec.source.randomize = false;
+  DeserializerSpec d;
+  d.type = "PluginTestDeserializer";
+  d.module = CNTKIO_TEST_PLUGIN;
+  d.options = cntkio_test_plugin::Options{8, 3, "x", fail};
+  if (!transform_option.empty()) {  // "plain" or "addsASample"
+    d.transforms.push_back(
+        {"x",
+         {TransformSpec{"PluginTestAdd", "",
+                        cntkio_test_plugin::AddOptions{1, transform_option == "addsASample"}}}});
+  }
+  spec.deserializers.push_back(d);
+  std::unique_ptr<MinibatchSource> source = MinibatchSource::create(spec);
+  source->start_epoch(5, 0, kFullSweep);
+  Minibatch mb;
+  size_t samples = 0;
+  while (source->next_minibatch(mb)) samples += mb.streams[0].layout.num_samples();
+  return samples;
+}
+
+TEST(PluginGuard, DataAPluginGetsWrongIsAFormatErrorNamingItAndTheSequence) {
+  EXPECT_EQ(read_samples_of_plugin("sparse"), 24u);  // a sparse stream delivered right
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"sparse_oob", "delivered the sparse index 2, outside the stream's dimension 2"},
+      {"long", "delivered 4 samples where its sequence list says 3"},
+      {"short", "delivered a sequence of 2 samples where its sequence list says 3"}};
+  for (const auto& [fail, text] : cases) {
+    try {
+      read_samples_of_plugin(fail);
+      ADD_FAILURE() << fail << ": no error";
+    } catch (const FormatError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(
+          message.find("The plugin deserializer 'PluginTestDeserializer' (module '" CNTKIO_TEST_PLUGIN "')"),
+          std::string::npos)
+          << message;
+      EXPECT_NE(message.find(text), std::string::npos) << message;
+      EXPECT_EQ(e.location().sequence_key, "0") << message;
+    }
+  }
+}
+
+TEST(PluginGuard, AnExceptionOfAnotherKindNamesThePluginAndTheChunk) {
+  try {
+    read_samples_of_plugin("throw");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "The plugin deserializer 'PluginTestDeserializer' (module '" CNTKIO_TEST_PLUGIN
+              "') failed to load chunk 1: the test plugin's disk is on fire");
+  }
+}
+
+TEST(PluginGuard, ATransformThatChangesTheLengthIsAnErrorNamingIt) {
+  EXPECT_EQ(read_samples_of_plugin("", "plain"), 24u);
+  try {
+    read_samples_of_plugin("", "addsASample");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("The plugin transform 'PluginTestAdd' (module '" CNTKIO_TEST_PLUGIN
+                                         "') turned a sequence of 3 samples into one of 4"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace cntkio

@@ -16,36 +16,52 @@ namespace {
 
 constexpr uint32_t kSequencesPerChunk = 4;
 
-// Values as doubles or floats, per the reader's precision.
+// Values as doubles or floats, per the reader's precision; sparse streams (fail = "sparse", "sparse_oob")
+// hold one entry per sample.
 class TestChunk final : public cntkio::Chunk {
  public:
-  TestChunk(uint64_t first_key, uint64_t count, uint32_t length, bool is_double) : length_(length) {
+  TestChunk(uint64_t first_key, uint64_t count, uint32_t length, bool is_double, std::string fail)
+      : length_(length), fail_(std::move(fail)) {
+    const bool sparse = fail_.rfind("sparse", 0) == 0;
     for (uint64_t k = first_key; k < first_key + count; ++k) {
       for (uint32_t t = 0; t < length; ++t) {
         const double value = static_cast<double>(10 * k + t);
-        if (is_double) {
-          doubles_.push_back(value);
-          doubles_.push_back(-value);
-        } else {
-          floats_.push_back(static_cast<float>(value));
-          floats_.push_back(static_cast<float>(-value));
+        for (const double v : sparse ? std::vector<double>{value} : std::vector<double>{value, -value}) {
+          if (is_double) {
+            doubles_.push_back(v);
+          } else {
+            floats_.push_back(static_cast<float>(v));
+          }
+        }
+        if (sparse) {
+          indices_.push_back(fail_ == "sparse_oob" && t + 1 == length ? 2 : static_cast<int32_t>(t % 2));
+          nnz_counts_.push_back(1);
         }
       }
     }
   }
   void get_sequence(uint32_t index_in_chunk, std::vector<cntkio::SequenceData>& out) const override {
     cntkio::SequenceData data;
-    data.number_of_samples = length_;
-    const size_t offset = static_cast<size_t>(index_in_chunk) * length_ * 2;
+    data.number_of_samples = length_ + (fail_ == "long" ? 1 : 0) - (fail_ == "short" ? 1 : 0);
+    const size_t per_sample = indices_.empty() ? 2 : 1;
+    const size_t offset = static_cast<size_t>(index_in_chunk) * length_ * per_sample;
     data.values = doubles_.empty() ? static_cast<const void*>(floats_.data() + offset)
                                    : static_cast<const void*>(doubles_.data() + offset);
+    if (!indices_.empty()) {
+      data.indices = indices_.data() + offset;
+      data.nnz_counts = nnz_counts_.data() + offset;
+      data.total_nnz = length_;
+    }
     out.push_back(data);
   }
 
  private:
   uint32_t length_;
+  std::string fail_;
   std::vector<float> floats_;
   std::vector<double> doubles_;
+  std::vector<int32_t> indices_;
+  std::vector<uint32_t> nnz_counts_;
 };
 
 class TestDeserializer final : public cntkio::Deserializer {
@@ -56,6 +72,7 @@ class TestDeserializer final : public cntkio::Deserializer {
     stream.name = options_.stream;
     stream.element_type = element_type;
     stream.sample_shape = {2};
+    if (options_.fail.rfind("sparse", 0) == 0) stream.storage = cntkio::StorageFormat::kSparseCsc;
     stream.defines_mb_size = true;
     streams_.push_back(stream);
   }
@@ -89,10 +106,12 @@ class TestDeserializer final : public cntkio::Deserializer {
       where.byte_offset = chunk_id;
       throw cntkio::FormatError("The test plugin refuses chunk 1.", where);
     }
+    if (options_.fail == "throw" && chunk_id == 1)
+      throw std::runtime_error("the test plugin's disk is on fire");
     const uint64_t first = static_cast<uint64_t>(chunk_id) * kSequencesPerChunk;
-    return std::make_shared<TestChunk>(first,
-                                       std::min<uint64_t>(kSequencesPerChunk, options_.sequences - first),
-                                       options_.length, element_type_ == cntkio::ElementType::kDouble);
+    return std::make_shared<TestChunk>(
+        first, std::min<uint64_t>(kSequencesPerChunk, options_.sequences - first), options_.length,
+        element_type_ == cntkio::ElementType::kDouble, options_.fail);
   }
 
  private:
@@ -113,18 +132,21 @@ std::shared_ptr<const void> add_to(const cntkio::SequenceData& input, double amo
 
 class AddTransformer final : public cntkio::SequenceTransformer {
  public:
-  AddTransformer(double amount, bool is_double) : amount_(amount), is_double_(is_double) {}
+  AddTransformer(AddOptions options, bool is_double)
+      : amount_(options.amount), grows_(options.adds_a_sample), is_double_(is_double) {}
   cntkio::StreamInfo output_stream(const cntkio::StreamInfo& input) const override { return input; }
   void start_batch(size_t) override {}
   cntkio::SequenceData apply(const cntkio::SequenceData& input, size_t,
                              std::shared_ptr<const void>& owner) override {
     cntkio::SequenceData out = input;
     owner = is_double_ ? add_to<double>(input, amount_, out) : add_to<float>(input, amount_, out);
+    if (grows_) ++out.number_of_samples;
     return out;
   }
 
  private:
   double amount_;
+  bool grows_;
   bool is_double_;
 };
 
@@ -160,14 +182,13 @@ cntkio::TransformType transform_type() {
   type.name = TEST_PLUGIN_PREFIX "Add";
   type.spec_from_config = [](const cntkio::Config& section) {
     cntkio::TransformSpec spec;
-    spec.options = AddOptions{section.get_double("amount", 0)};
+    spec.options = AddOptions{section.get_double("amount", 0), section.get_bool("addsASample", false)};
     return spec;
   };
   type.create = [](const cntkio::TransformSpec& spec, const cntkio::StreamInfo& input,
                    const cntkio::TransformContext&) {
     const AddOptions options = cntkio::options_of<AddOptions>(spec, "cntkio_test_plugin::AddOptions");
-    return std::make_shared<AddTransformer>(options.amount,
-                                            input.element_type == cntkio::ElementType::kDouble);
+    return std::make_shared<AddTransformer>(options, input.element_type == cntkio::ElementType::kDouble);
   };
   return type;
 }
