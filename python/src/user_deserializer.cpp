@@ -191,6 +191,18 @@ class UserDeserializer final : public Deserializer {
         const auto part = parts[s].cast<py::tuple>();
         copy_stream(part, s, dims[s], value_size, chunk_id, first, count, data[s]);
       }
+      // A sequence's longest stream gave its scheduling length when it was indexed: shorter now is a change.
+      for (size_t i = 0; i < count; ++i) {
+        uint32_t longest = 0;
+        for (const StreamData& d : data) longest = std::max(longest, d.lengths[i]);
+        if (longest != lengths_[first + i]) {
+          throw FormatError("get_chunk returned sequence " + std::to_string(i) + " with " +
+                                std::to_string(longest) + " samples, shorter than when it was indexed (" +
+                                std::to_string(lengths_[first + i]) +
+                                "): it must return the same data each time",
+                            location(), "UserDeserializer " + name_ + ", chunk " + std::to_string(chunk_id));
+        }
+      }
     } catch (py::error_already_set& e) {
       throw FormatError("The UserDeserializer could not load chunk " + std::to_string(chunk_id) + ": " +
                             python_error_text(e),

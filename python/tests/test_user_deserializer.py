@@ -316,6 +316,9 @@ class Broken(Sequences):
         if self.fault == "fewer" and self.loads > 2:
             data["x"] = data["x"][:-1]
             data["y"] = data["y"][:-1]
+        if self.fault == "shorter" and self.loads > 2:
+            data["x"] = [x[:-1] if len(x) > 1 else x for x in data["x"]]
+            data["y"] = [y[:-1] if y.shape[0] > 1 else y for y in data["y"]]
         if self.fault == "mismatch":
             data["y"] = data["y"][:-1]
         if self.fault == "shape":
@@ -335,9 +338,11 @@ def test_an_exception_in_get_chunk_is_a_format_error_naming_the_class_and_the_ch
         read_all(source)
 
 
-def test_a_chunk_that_changed_since_indexing_is_an_error():
-    source = io.MinibatchSource(Broken("fewer"), randomize=False, max_sweeps=1)
-    with pytest.raises(io.FormatError, match="the same data each time"):
+@pytest.mark.parametrize("fault, text", [("fewer", "returned 2 sequences, 3 when it was indexed"),
+                                         ("shorter", "samples, shorter than when it was indexed")])
+def test_a_chunk_that_changed_since_indexing_is_an_error(fault, text):
+    source = io.MinibatchSource(Broken(fault), randomize=False, max_sweeps=1)
+    with pytest.raises(io.FormatError, match=text + ".*the same data each time"):
         read_all(source)
 
 
