@@ -64,12 +64,14 @@ std::vector<SequenceTransformerPtr> make_transformers(
       }
     }
     for (const StreamInfo& stream : streams) {
-      SequenceTransformerPtr transformer;
+      // Several entries for one stream make one chain, in the order given.
+      std::vector<TransformSpec> transforms;
       for (const StreamTransforms& chain : specs[d].transforms) {
         if (chain.stream == stream.name)
-          transformer = pipeline::make_stream_transformer(chain.transforms, stream, context);
+          transforms.insert(transforms.end(), chain.transforms.begin(), chain.transforms.end());
       }
-      out.push_back(std::move(transformer));
+      out.push_back(transforms.empty() ? nullptr
+                                       : pipeline::make_stream_transformer(transforms, stream, context));
     }
   }
   return out;

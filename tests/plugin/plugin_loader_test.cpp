@@ -412,6 +412,25 @@ TEST(PluginTypes, TransformOfAStreamTheDeserializerLacksIsAUsageError) {
   }
 }
 
+// Two entries for one stream are one chain, in the order given (the later entry did replace the earlier).
+TEST(PluginTypes, TwoTransformEntriesOfAStreamAreAppliedInOrder) {
+  ReaderSpec spec;
+  spec.source.randomize = false;
+  spec.source.element_type = ElementType::kDouble;
+  DeserializerSpec d;
+  d.type = "PluginTestDeserializer";
+  d.module = CNTKIO_TEST_PLUGIN;
+  d.options = cntkio_test_plugin::Options{4, 2, "x", ""};
+  d.transforms.push_back({"x", {TransformSpec{"PluginTestAdd", "", cntkio_test_plugin::AddOptions{10}}}});
+  d.transforms.push_back({"x", {TransformSpec{"PluginTestAdd", "", cntkio_test_plugin::AddOptions{3}}}});
+  spec.deserializers.push_back(d);
+  std::unique_ptr<MinibatchSource> source = MinibatchSource::create(spec);
+  source->start_epoch(4, 0, kFullSweep);
+  const std::vector<ReadSequence> read = read_sequences(*source);
+  ASSERT_EQ(read.size(), 4u);
+  for (uint64_t k = 0; k < 4; ++k) EXPECT_EQ(read[k].values, expected_values(k, 2, 13)) << k;
+}
+
 // What a plugin gets wrong is an error naming its type and module, before anything reaches a minibatch: a
 // sparse index past the dimension would be written outside the minibatch's buffers, a sequence longer than
 // listed would break the minibatch and epoch counts.
