@@ -86,6 +86,8 @@ void translate_exception(std::exception_ptr p) {
     PyErr_SetObject(PyExc_OSError, args.ptr());
   } catch (const UsageError& e) {
     PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const PythonBuiltinError& e) {
+    PyErr_SetString(e.type(), e.what());
   } catch (const Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }

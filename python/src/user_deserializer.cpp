@@ -62,6 +62,26 @@ std::string python_error_text(const py::error_already_set& e) {
   return e.what();
 }
 
+// What the user's code raised, as the error the caller gets: an OSError stays an I/O error (OSError in
+// Python, exit 5 from the CLI), MemoryError, KeyboardInterrupt and SystemExit stay themselves, anything
+// else is a data error of the deserializer. `doing` says what failed ("could not load chunk 3").
+[[noreturn]] void throw_python_failure(const py::error_already_set& e, const std::string& doing,
+                                       const SourceLocation& location) {
+  const std::string text = "The UserDeserializer " + doing + ": " + python_error_text(e);
+  for (PyObject* kind : {PyExc_MemoryError, PyExc_KeyboardInterrupt, PyExc_SystemExit}) {
+    if (e.matches(kind)) throw PythonBuiltinError(kind, text);
+  }
+  if (e.matches(PyExc_OSError)) {
+    int error_number = 0;
+    const py::object number = e.value().attr("errno");
+    if (py::isinstance<py::int_>(number)) error_number = number.cast<int>();
+    const py::object file = e.value().attr("filename");
+    throw IoError(text + "; the file",
+                  py::isinstance<py::str>(file) ? file.cast<std::string>() : location.file, error_number);
+  }
+  throw FormatError(text, location);
+}
+
 struct StreamData {
   std::vector<char> values;          // dense: samples x dim values; sparse: the nonzero values
   std::vector<int32_t> indices;      // sparse: feature index of each value
@@ -140,7 +160,7 @@ class UserDeserializer final : public Deserializer {
         chunks_.push_back(chunk);
       }
     } catch (py::error_already_set& e) {
-      throw FormatError("The UserDeserializer could not be indexed: " + python_error_text(e), location());
+      throw_python_failure(e, "could not be indexed", location());
     }
     // Keys: the running index of each sequence through the chunks (see _user_deserializer.py).
     key_ids_.reserve(lengths_.size());
@@ -204,9 +224,7 @@ class UserDeserializer final : public Deserializer {
         }
       }
     } catch (py::error_already_set& e) {
-      throw FormatError("The UserDeserializer could not load chunk " + std::to_string(chunk_id) + ": " +
-                            python_error_text(e),
-                        location());
+      throw_python_failure(e, "could not load chunk " + std::to_string(chunk_id), location());
     }
     return std::make_shared<UserChunk>(std::move(data), std::move(dims), value_size);
   }

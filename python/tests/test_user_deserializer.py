@@ -313,6 +313,10 @@ class Broken(Sequences):
         data = super().get_chunk(chunk_id)
         if self.fault == "raise" and self.loads > 2:
             raise RuntimeError("disk on fire")
+        if self.fault == "oserror" and self.loads > 2:
+            raise FileNotFoundError(2, "No such file or directory", "/data/missing.bin")
+        if self.fault == "memory" and self.loads > 2:
+            raise MemoryError("no room for chunk %d" % chunk_id)
         if self.fault == "fewer" and self.loads > 2:
             data["x"] = data["x"][:-1]
             data["y"] = data["y"][:-1]
@@ -335,6 +339,16 @@ class Broken(Sequences):
 def test_an_exception_in_get_chunk_is_a_format_error_naming_the_class_and_the_chunk():
     source = io.MinibatchSource(Broken("raise"), randomize=False, max_sweeps=1)
     with pytest.raises(io.FormatError, match=r"(?s)could not load chunk 0.*RuntimeError: disk on fire.*Broken"):
+        read_all(source)
+
+
+def test_an_oserror_in_get_chunk_stays_an_oserror_and_memoryerror_stays_itself():
+    source = io.MinibatchSource(Broken("oserror"), randomize=False, max_sweeps=1)
+    with pytest.raises(FileNotFoundError, match=r"(?s)could not load chunk 0.*/data/missing\.bin") as caught:
+        read_all(source)
+    assert caught.value.errno == 2
+    source = io.MinibatchSource(Broken("memory"), randomize=False, max_sweeps=1)
+    with pytest.raises(MemoryError, match="no room for chunk 0"):
         read_all(source)
 
 
