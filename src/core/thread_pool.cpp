@@ -4,6 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <string>
+#include <system_error>
+
+#include "cntkio/errors.hpp"
 
 namespace cntkio::core {
 namespace {
@@ -14,7 +18,21 @@ thread_local ThreadPool* current_pool = nullptr;
 
 ThreadPool::ThreadPool(size_t threads) : busy_ns_(std::make_unique<std::atomic<uint64_t>[]>(threads)) {
   workers_.reserve(threads);
-  for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+  try {
+    for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+  } catch (const std::system_error& e) {
+    // The system refused a thread (its limit, or memory): the ones started are stopped, not left attached
+    // (which would end the process).
+    const size_t started = workers_.size();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    throw Error("Could not start loader thread " + std::to_string(started + 1) + " of " +
+                std::to_string(threads) + " (" + e.what() + "): ask for fewer threads.");
+  }
 }
 
 std::vector<double> ThreadPool::busy_seconds() const {
