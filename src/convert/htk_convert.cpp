@@ -315,10 +315,7 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
       std::vector<float> lo(dim, std::numeric_limits<float>::infinity());
       std::vector<float> hi(dim, -std::numeric_limits<float>::infinity());
       for_each_sequence(source, stream, [&](const std::string&, const float* frames, size_t count) {
-        for (size_t i = 0; i < count * dim; ++i) {
-          lo[i % dim] = std::min(lo[i % dim], frames[i]);
-          hi[i % dim] = std::max(hi[i % dim], frames[i]);
-        }
+        htk::widen_range(frames, count, dim, lo, hi);
       });
       htk::compression_vectors(lo, hi, a, b);
     }

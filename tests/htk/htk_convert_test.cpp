@@ -194,3 +194,26 @@ TEST(HtkConvert, FramePeriodsAreRefusedUnlessTheyReadBackRight) {
   }
   EXPECT_GE(written, 8u);  // the usual periods stay writable both ways
 }
+
+// HTK's 16-bit compression scales each dimension by its range: an infinite value or a range wider than a
+// float would make every value of the dimension decode as NaN, so the conversion is refused.
+TEST(HtkConvert, CompressionRefusesRangesItCannotScale) {
+  TempDir dir;
+  int run = 0;
+  for (const std::string& rows :
+       {std::string("0 |x 1 2\n0 |x 1e999 0\n0 |x 3 4\n"), std::string("0 |x 3e38 2\n0 |x -3e38 0\n")}) {
+    for (const bool archive : {false, true}) {
+      CtfCorpus corpus;
+      corpus.file = dir.write("c.ctf", rows);
+      auto source = ctf_source(corpus, 2);
+      HtkConvertOptions o;
+      o.scp_file = dir.file("c" + std::to_string(run++) + ".scp");
+      o.archive = archive;
+      o.write.compressed = true;
+      EXPECT_THROW(convert_to_htk(*source, 0, o), UsageError) << rows;
+      EXPECT_FALSE(std::filesystem::exists(o.scp_file));
+      o.write.compressed = false;  // uncompressed, the same values are written as they are
+      EXPECT_NO_THROW(convert_to_htk(*ctf_source(corpus, 2), 0, o));
+    }
+  }
+}

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
+#include <string>
 
 #include "cntkio/errors.hpp"
 #include "cntkio/htk.hpp"
@@ -216,11 +218,31 @@ void read_frames(const PositionedFile& file, const HtkHeader& header, uint64_t f
 
 namespace cntkio::htk {
 
+void widen_range(const float* frames, size_t count, size_t dim, std::vector<float>& lo,
+                 std::vector<float>& hi) {
+  for (size_t i = 0; i < count * dim; ++i) {
+    if (std::isnan(frames[i])) {
+      throw UsageError("Value " + std::to_string(i % dim) + " of frame " + std::to_string(i / dim) +
+                       " is NaN, which HTK's compressed format cannot hold: write the files uncompressed.");
+    }
+    lo[i % dim] = std::min(lo[i % dim], frames[i]);
+    hi[i % dim] = std::max(hi[i % dim], frames[i]);
+  }
+}
+
 void compression_vectors(const std::vector<float>& lo, const std::vector<float>& hi, std::vector<float>& a,
                          std::vector<float>& b) {
   a.assign(lo.size(), 1.0f);
   b.assign(lo.size(), 0.0f);
   for (size_t k = 0; k < lo.size(); ++k) {
+    if (lo[k] > hi[k]) continue;  // no values
+    if (!std::isfinite(hi[k] - lo[k])) {
+      throw UsageError(
+          "Dimension " + std::to_string(k) + " holds values from " + std::to_string(lo[k]) + " to " +
+          std::to_string(hi[k]) +
+          ", a range HTK's compressed format cannot scale (infinite, or wider than a float): write "
+          "the files uncompressed.");
+    }
     if (hi[k] > lo[k]) {
       a[k] = 2.0f * 32767.0f / (hi[k] - lo[k]);
       b[k] = (hi[k] + lo[k]) * 32767.0f / (hi[k] - lo[k]);
@@ -317,12 +339,9 @@ void write_file(const std::string& path, const float* frames, size_t num_frames,
                 const HtkWriteOptions& options, bool durable) {
   std::vector<float> a, b;
   if (options.compressed) {
-    std::vector<float> lo(dim, 0.0f), hi(dim, 0.0f);
-    for (size_t k = 0; k < dim && num_frames > 0; ++k) lo[k] = hi[k] = frames[k];
-    for (size_t i = 0; i < num_frames * dim; ++i) {
-      lo[i % dim] = std::min(lo[i % dim], frames[i]);
-      hi[i % dim] = std::max(hi[i % dim], frames[i]);
-    }
+    std::vector<float> lo(dim, std::numeric_limits<float>::infinity());
+    std::vector<float> hi(dim, -std::numeric_limits<float>::infinity());
+    widen_range(frames, num_frames, dim, lo, hi);
     compression_vectors(lo, hi, a, b);
   }
   HtkWriter writer(path, dim, options, std::move(a), std::move(b), durable);

@@ -99,7 +99,14 @@ class HtkWriter {
 void write_file(const std::string& path, const float* frames, size_t num_frames, size_t dim,
                 const HtkWriteOptions& options, bool durable);
 
-/// HTK's compression vectors for values in [lo[k], hi[k]] per dimension: x = (v + B) / A, v in ±32767.
+/// Widens the per-dimension range [lo[k], hi[k]] (start: +inf, -inf) to `count` frames of `dim` values, for
+/// compression_vectors. Throws UsageError on a NaN: HTK's 16-bit compression has no code for it.
+void widen_range(const float* frames, size_t count, size_t dim, std::vector<float>& lo,
+                 std::vector<float>& hi);
+
+/// HTK's compression vectors for values in [lo[k], hi[k]] per dimension: x = (v + B) / A, v in ±32767 (a
+/// dimension without values, lo > hi, encodes as 0). Throws UsageError where a range is infinite or wider
+/// than a float: its values would all decode as NaN.
 void compression_vectors(const std::vector<float>& lo, const std::vector<float>& hi, std::vector<float>& a,
                          std::vector<float>& b);
 
