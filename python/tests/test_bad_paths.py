@@ -72,3 +72,31 @@ def test_a_file_size_limit_is_an_io_error_of_the_cli_not_a_signal(tmp_path, cli)
     assert result.returncode == 5, (result.returncode, result.stderr)
     assert result.stderr.startswith("error:")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.ctf"]
+
+
+def test_the_cli_refuses_an_output_that_is_one_of_its_inputs(tmp_path, cli):
+    """`convert a.ctf a.ctf`, a link to the input, or a dump written over the reader's data or config would
+    replace the data being read: each is refused (exit 2) and the input keeps every byte."""
+    import subprocess
+    data = tmp_path / "d.ctf"
+    text = "0 |x 1 2 3 |y 1\n1 |x 4 5 6 |y 2\n"
+    data.write_text(text)
+    (tmp_path / "link.ctf").symlink_to(data)
+    config = tmp_path / "r.cntk"
+    config.write_text('R = [ reader = [ readerType = "CNTKTextFormatReader" ; file = "%s" ; randomize = false\n'
+                      '  input = [ x = [ dim = 3 ; format = "dense" ] ] ] ]\n' % data)
+    runs = [["convert", str(data), str(data), "--stream", "x:x:3:dense"],
+            ["convert", str(tmp_path / "link.ctf"), str(data), "--stream", "x:x:3:dense"],
+            ["convert-htk", str(data), str(data), "--stream", "x:3"],
+            ["dump", "--config", str(config), "--section", "R", "--mb-size", "4", "--output", str(data)],
+            ["dump", "--config", str(config), "--section", "R", "--mb-size", "4", "--output", str(config)]]
+    for args in runs:
+        result = subprocess.run([cli] + args, capture_output=True, text=True)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "a file this command reads" in result.stderr, (args, result.stderr)
+        assert data.read_text() == text, args
+    out = tmp_path / "out.txt"
+    result = subprocess.run([cli, "dump", "--config", str(config), "--section", "R", "--mb-size", "4", "--output",
+                             str(out)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert out.exists()

@@ -1,7 +1,13 @@
 #include "core/output_path.hpp"
 
+#include <sys/stat.h>
+
+#include <atomic>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <system_error>
+#include <utility>
 
 #include "cntkio/errors.hpp"
 
@@ -28,6 +34,37 @@ void check_output_path(const std::string& path, const std::string& temp_path) {
                    (temp_path.empty() ? path + ".partial" : temp_path) +
                    "' and renames it into place, which would replace it. "
                    "Give the path of a regular file (for a link, its target).");
+}
+
+namespace {
+
+std::atomic<bool> g_remember_inputs{false};
+std::mutex g_inputs_mutex;
+std::map<std::pair<uint64_t, uint64_t>, std::string> g_inputs;  // (device, inode) -> path as opened
+
+}  // namespace
+
+void remember_inputs() {
+  g_remember_inputs.store(true);
+}
+
+void note_input(uint64_t device, uint64_t inode, const std::string& path) {
+  if (!g_remember_inputs.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(g_inputs_mutex);
+  g_inputs.emplace(std::make_pair(device, inode), path);
+}
+
+void check_not_an_input(const std::string& path) {
+  if (!g_remember_inputs.load(std::memory_order_relaxed)) return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // not there: nothing to replace
+  std::lock_guard<std::mutex> lock(g_inputs_mutex);
+  const auto it = g_inputs.find({static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
+  if (it == g_inputs.end()) return;
+  throw UsageError(
+      "The output '" + path + "' is " + (it->second == path ? "" : "'" + it->second + "', ") +
+      "a file this command reads: writing it would replace the data being read. Write to another "
+      "file.");
 }
 
 }  // namespace cntkio::core

@@ -11,6 +11,7 @@
 #include "cntkio/errors.hpp"
 #include "cntkio/version.hpp"
 #include "commands.hpp"
+#include "core/output_path.hpp"
 
 namespace {
 
@@ -83,6 +84,8 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) then fails the write with EFBIG, which every writer reports as an IoError
   // (exit 5) and cleans up after, instead of SIGXFSZ killing the process with partial files left.
   std::signal(SIGXFSZ, SIG_IGN);
+  // An output that is one of the files the command reads is refused (`convert a.ctf a.ctf`).
+  cntkio::core::remember_inputs();
   CLI::App app{"cntkio: reads CNTK datasets (CTF and more) with CNTK's exact reader semantics.", "cntkio"};
   app.footer(kExitCodes);
   app.set_version_flag("--version", std::string("cntkio ") + cntkio::version());

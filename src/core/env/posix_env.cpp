@@ -63,6 +63,7 @@ int open_regular(const std::string& path, std::string_view open_failure, FileIde
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   identity = identity_of(st);
+  core::note_input(identity.device, identity.inode, path);
   return fd;
 }
 
@@ -197,6 +198,8 @@ class PosixWritableFile final : public WritableFile {
       : path_(std::move(path)), durable_(options.durable) {
     core::check_output_name(path_);
     core::check_output_path(path_, options.temp_path);
+    if (options.temp_path.empty()) core::check_not_an_input(path_);
+    guard_inputs_ = options.temp_path.empty();
     if (!options.temp_path.empty()) {
       temp_ = options.temp_path;
       core::check_output_name(temp_);
@@ -274,6 +277,7 @@ class PosixWritableFile final : public WritableFile {
       }
       const int fd = std::exchange(fd_, -1);
       if (::close(fd) != 0) throw IoError("cannot write output file", temp_, errno);
+      if (guard_inputs_) core::check_not_an_input(path_);  // inputs opened since the output was
       if (std::rename(temp_.c_str(), path_.c_str()) != 0)
         throw IoError("cannot rename output file to", path_, errno);
     } catch (...) {
@@ -318,6 +322,7 @@ class PosixWritableFile final : public WritableFile {
   uint64_t written_ = 0;                     // bytes handed to the file
   bool committed_ = false;
   bool removed_ = false;
+  bool guard_inputs_ = false;
 };
 
 class PosixEnv final : public Env {
