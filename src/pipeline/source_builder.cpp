@@ -95,6 +95,12 @@ std::unique_ptr<MinibatchSource> MinibatchSource::create(const ReaderSpec& given
       s.truncation_slots_per_epoch.empty()) {
     throw UsageError("Truncated packing needs a truncation length greater than 0.");
   }
+  if (s.packing != Packing::kTruncatedSequences && (s.truncation_length > 0 || s.right_splice > 0)) {
+    throw UsageError(
+        std::string(s.truncation_length > 0 ? "A truncation length" : "A right splice") +
+        " is set, but the packing is not truncated (Packing::kTruncatedSequences; [truncated = true] "
+        "in a config): it would be ignored.");
+  }
 
   DeserializerContext context;
   context.keys = std::make_shared<KeyTable>(*s.keys);

@@ -217,6 +217,15 @@ ReaderSpec composite_from_config(const Config& reader) {
   const bool write_action = reader.get_string("action", "") == "write";
   if (write_action) s.packing = Packing::kSequences;
   s.right_splice = reader.get_uint("rightSplice", 0);
+  if (s.packing != Packing::kTruncatedSequences) {  // CNTK reads both only for truncated packing
+    s.truncation_length = 0;
+    s.right_splice = 0;
+  } else if (s.right_splice != 0 && s.right_splice == s.truncation_length) {
+    throw reader.error("rightSplice",
+                       "rightSplice (" + std::to_string(s.right_splice) +
+                           ") must be less than the truncation length: the same samples would be "
+                           "read again and again.");
+  }
   s.element_type = spec_detail::precision_of(reader);
   s.randomize = reader.get_bool("randomize", true) && !write_action;
   s.seed = reader.get_uint("randomizationSeed", 0);

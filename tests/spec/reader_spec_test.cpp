@@ -415,3 +415,38 @@ TEST(ReaderSpecFromConfig, SampleWindowRulesOfACompositeCtfReader) {
   EXPECT_EQ(by_default.source.randomization_window, (uint64_t{1} << 62) - 1);  // randomizeAuto
   EXPECT_EQ(by_default.source.sample_based_window, true);
 }
+
+// CNTK reads truncationLength and rightSplice only for truncated packing; a spec that sets them without it
+// would have them ignored, which a ReaderSpec built in code is told.
+TEST(ReaderSpecFromConfig, TruncationSettingsCountOnlyForTruncatedPacking) {
+  for (const std::string keys :
+       {"truncationLength = 3 ; rightSplice = 1", "frameMode = true ; truncationLength = 3",
+        "action = write ; truncated = true ; truncationLength = 3 ; rightSplice = 1"}) {
+    const ReaderSpec spec = spec_of_section(composite_section(keys), "S");
+    EXPECT_EQ(spec.source.truncation_length, 0u) << keys;
+    EXPECT_EQ(spec.source.right_splice, 0u) << keys;
+  }
+  const ReaderSpec truncated =
+      spec_of_section(composite_section("truncated = true ; truncationLength = 3 ; rightSplice = 1"), "S");
+  EXPECT_EQ(truncated.source.truncation_length, 3u);
+  EXPECT_EQ(truncated.source.right_splice, 1u);
+  try {
+    spec_of_section(composite_section("truncated = true ; truncationLength = 3 ; rightSplice = 3"), "S");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.key_path().find("rightSplice"), std::string::npos) << e.what();
+    EXPECT_GT(e.line(), 0u) << e.what();
+  }
+
+  TempDir dir("spec");
+  ReaderSpec spec;
+  spec.source.packing = Packing::kSequences;
+  spec.source.truncation_length = 4;
+  CtfOptions o;
+  o.file = dir.write("d.ctf", "0 |a 1\n");
+  o.streams = {ctf_stream("a", 1, StorageFormat::kDense)};
+  spec.deserializers.push_back(deserializer("CNTKTextFormatDeserializer", o));
+  EXPECT_THROW(MinibatchSource::create(spec), UsageError);
+  spec.source.packing = Packing::kTruncatedSequences;
+  EXPECT_NO_THROW(MinibatchSource::create(spec));
+}

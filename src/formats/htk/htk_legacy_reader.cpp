@@ -112,7 +112,8 @@ ReaderSpec legacy_reader_spec(const Config& reader) {
   s.local_timeline = false;
   s.element_type = spec_detail::precision_of(reader);
   s.max_errors = reader.get_uint("maxErrors", 0);
-  s.right_splice = reader.get_uint("rightSplice", 0);
+  const size_t right_splice = reader.get_uint("rightSplice", 0);
+  if (truncated) s.right_splice = right_splice;  // read only for truncated packing, as truncationLength
   spec_detail::read_execution_settings(reader, s);
   const bool numeric = reader.get_bool("useNumericSequenceKeys", false);
   s.keys = numeric                                      ? KeyMode::kNumeric
