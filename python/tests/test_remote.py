@@ -486,3 +486,46 @@ def test_a_server_answering_other_bytes_than_asked_is_an_error_never_other_data(
         with servers.FailingServer(data, failures=0, ranges=True, content_range=content_range) as server:
             lines = remote_read(server.url + "/a.ctf", "read:0:10", env=SMALL_BLOCKS)
             assert len(lines) == 1 and lines[0].startswith("error ") and what in lines[0], (content_range, lines)
+
+
+def test_a_file_changed_on_a_server_without_etags_is_an_error_never_a_mix(data):
+    # servers such as Go's file server send Last-Modified but no ETag: the time tells the versions apart
+    path = data / "a.ctf"
+    write_ctf(path, LENGTHS)
+    with servers.FailingServer(data, failures=0, ranges=True) as server:
+        url = server.url + "/a.ctf"
+
+        def rewrite():  # same size, new content and time
+            content = path.read_bytes()
+            path.write_bytes(content.replace(b"|f", b"|g"))
+            os.utime(path, (1e9, 1e9))
+
+        lines = remote_read(url, "read:0:100", "wait", "read:8192:100", env=SMALL_BLOCKS, stdin_actions=[rewrite])
+        assert lines[0].startswith("ok 100 ")
+        assert lines[2].startswith("error the remote file changed while being read"), lines
+        assert "Last-Modified" in lines[2], lines
+
+
+def test_an_encoded_answer_and_a_redirect_loop_are_errors_saying_so(data):
+    write_ctf(data / "a.ctf", LENGTHS)
+    with servers.FailingServer(data, failures=0, ranges=True, encoding="gzip") as server:
+        lines = remote_read(server.url + "/a.ctf", "read:0:10", env=SMALL_BLOCKS)
+        assert len(lines) == 1 and lines[0].startswith("error ") and "Content-Encoding 'gzip'" in lines[0], lines
+    with servers.FailingServer(data, failures=0, ranges=True, redirect_loop=True) as server:
+        lines = remote_read(server.url + "/a.ctf", "read:0:10", env=SMALL_BLOCKS)
+        assert len(lines) == 1 and lines[0].startswith("error ") and "redirect" in lines[0].lower(), lines
+        assert server.count <= 50  # a few redirects, not thousands, and not tried again
+
+
+def test_a_fetch_that_fails_during_the_index_pass_is_an_io_error_not_a_format_error(data, tmp_path, cli):
+    write_ctf(data / "a.ctf", LENGTHS * 10)
+    with servers.FailingServer(data, failures=10 ** 6, methods=("GET",), spare_open=True, ranges=True) as server:
+        url = server.url + "/a.ctf"
+        require_lazy_mapping(url)
+        config = tmp_path / "r.cntk"
+        write_config(config, url)
+        result = subprocess.run([cli, "dump", "--config", str(config), "--section", "r", "--mb-size", "10"],
+                                env=dict(os.environ, CNTKIO_REMOTE_BACKOFF_MS="1", CNTKIO_REMOTE_TRIES="2",
+                                         **SMALL_BLOCKS), capture_output=True, text=True)
+        assert result.returncode == 5, result.stderr  # an IoError, not the format error of the zeros
+        assert "HTTP 503" in result.stderr and url in result.stderr, result.stderr

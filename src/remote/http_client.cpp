@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cntkio/errors.hpp"
+#include "core/text.hpp"
 
 namespace cntkio::remote {
 namespace {
@@ -68,6 +69,12 @@ void parse_content_range(const std::string& value, Response& response) {
   response.range_first = first;
   response.range_last = last;
   response.total_size = total;
+  response.total_size_known = value.compare(at, std::string::npos, "*") != 0;
+}
+
+// A body encoded for the transfer (gzip, br, ...): its bytes are not the file's.
+bool encoded(const Response& response) {
+  return !response.content_encoding.empty() && !core::iequals(response.content_encoding, "identity");
 }
 
 struct Transfer {
@@ -79,6 +86,11 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   const auto* transfer = static_cast<Transfer*>(user);
   Response& response = *transfer->response;
   const size_t n = size * count;
+  if (encoded(response)) {
+    response.refused = true;
+    response.encoded = true;
+    return 0;  // stops the transfer: these bytes are not the file's
+  }
   if (transfer->request->sink && response.status == 206) {
     if (!transfer->request->sink(response, response.streamed, data, n)) {
       response.refused = true;
@@ -101,18 +113,38 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
 size_t on_header(char* data, size_t size, size_t count, void* user) {
   auto* response = static_cast<Response*>(user);
   const std::string line(data, size * count);
+  // The version tag: the ETag, else the Last-Modified time (servers such as Go's file server send no ETag),
+  // so that bytes of two versions are told apart either way.
+  auto set_version = [response] {
+    response->etag = !response->etag_header.empty() ? response->etag_header
+                     : !response->last_modified_header.empty()
+                         ? "Last-Modified " + response->last_modified_header
+                         : std::string();
+  };
   if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a redirect or 100-continue)
     response->etag.clear();
+    response->etag_header.clear();
+    response->last_modified_header.clear();
+    response->content_encoding.clear();
     response->total_size = 0;
+    response->total_size_known = false;
+    response->content_length_known = false;
     response->range_known = false;
     const size_t space = line.find(' ');
     response->status = space == std::string::npos ? 0 : std::strtol(line.c_str() + space + 1, nullptr, 10);
   } else if (header_is(line, "etag")) {
-    response->etag = trim(line.substr(5));
+    response->etag_header = trim(line.substr(5));
+    set_version();
+  } else if (header_is(line, "last-modified")) {
+    response->last_modified_header = trim(line.substr(14));
+    set_version();
+  } else if (header_is(line, "content-encoding")) {
+    response->content_encoding = trim(line.substr(17));
   } else if (header_is(line, "content-range")) {
     parse_content_range(trim(line.substr(14)), *response);
   } else if (header_is(line, "content-length")) {
     response->content_length = std::strtoull(line.c_str() + 15, nullptr, 10);
+    response->content_length_known = true;
   }
   return size * count;
 }
@@ -211,7 +243,10 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
     curl_easy_reset(handle);
     curl_easy_setopt(handle, CURLOPT_URL, request.url.c_str());
     curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 1L);
+    // Redirects are followed, a few: a loop would otherwise run thousands of requests. A signed S3 request
+    // is not redirected at all (its session token would go to the other host; S3 signs for one host).
+    curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, request.sign_s3 ? 0L : 1L);
+    curl_easy_setopt(handle, CURLOPT_MAXREDIRS, 10L);
     curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_text);
     curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT, static_cast<long>(settings_.timeout_s));
     // A transfer that moves less than 1 KiB a second for the timeout is stalled (a server that hangs, or
@@ -254,9 +289,25 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
       long filetime = -1;
       curl_easy_getinfo(handle, CURLINFO_FILETIME, &filetime);
       response.mtime_s = filetime;
-      if (request.head && response.total_size == 0) response.total_size = response.content_length;
+      if (request.head && !response.total_size_known && response.content_length_known) {
+        response.total_size = response.content_length;
+        response.total_size_known = true;
+      }
       if (!worth_retrying(response.status)) break;
+    } else if (code == CURLE_TOO_MANY_REDIRECTS || code == CURLE_URL_MALFORMAT ||
+               code == CURLE_UNSUPPORTED_PROTOCOL || code == CURLE_PEER_FAILED_VERIFICATION) {
+      break;  // the same request would fail the same way again
     }
+  }
+  if (encoded(response)) {
+    throw IoError(
+        std::string("the answer") +
+            (request.has_range ? " to a request for " + range_text(request.range_first, request.range_last)
+                               : std::string()) +
+            " came with Content-Encoding '" + response.content_encoding +
+            "', which cntkio does not decode (serve the file as it is stored, without a "
+            "Content-Encoding) of",
+        name, EIO);
   }
   if (tries_out != nullptr) *tries_out = tries;
   if (code != CURLE_OK && !response.refused) {

@@ -37,9 +37,16 @@ struct S3Settings {
 struct Response {
   long status = 0;
   std::string body;
+  /// The version tag: the ETag, else "Last-Modified <date>", else empty (a server that sends neither).
   std::string etag;
+  std::string etag_header;           ///< ETag as sent
+  std::string last_modified_header;  ///< Last-Modified as sent
+  std::string content_encoding;      ///< Content-Encoding as sent (empty: none)
   uint64_t content_length = 0;
-  uint64_t total_size = 0;  ///< from Content-Range (ranged GET) or Content-Length (HEAD)
+  bool content_length_known = false;  ///< a Content-Length header was sent
+  uint64_t total_size = 0;            ///< from Content-Range (ranged GET) or Content-Length (HEAD)
+  bool total_size_known =
+      false;  ///< total_size was sent (not Content-Range's `*`, not a HEAD without length)
   /// Content-Range `bytes FIRST-LAST/TOTAL` as sent (range_known false: none, or not of that form).
   bool range_known = false;
   uint64_t range_first = 0;
@@ -48,6 +55,7 @@ struct Response {
   uint64_t streamed = 0;   ///< bytes of a 206 answer handed to Request::sink (instead of `body`)
   bool refused = false;    ///< the sink stopped the transfer (or it outgrew Request::max_whole_body)
   bool too_large = false;  ///< a 200 answer outgrew Request::max_whole_body and was stopped
+  bool encoded = false;    ///< the body came with a Content-Encoding other than identity: stopped, not kept
 };
 
 /// One request. `url` is an http(s) URL; `sign_s3` signs it with the S3 credentials (when there are any).

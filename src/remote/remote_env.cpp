@@ -350,6 +350,10 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
     if (may_retry && first_block && response.status == 416) {
       return head_now(path, open_failure, false, false);  // an empty file
     }
+    if (may_retry && !first_block && response.status >= 200 && response.status < 300 &&
+        !response.total_size_known) {
+      return head_now(path, open_failure, true, false);  // a HEAD without Content-Length: the first block
+    }
     if (may_retry && !first_block && (response.status == 405 || response.status == 501)) {
       return head_now(path, open_failure, true,
                       false);  // a server that refuses HEAD: a GET of the first block
@@ -361,6 +365,12 @@ class RemoteEnv final : public Env, public std::enable_shared_from_this<RemoteEn
                                                     std::to_string(response.range_last)
                                               : std::string("no usable Content-Range")) +
                         ")",
+                    path, EIO);
+    }
+    if (first_block && response.status == 206 && !response.total_size_known) {
+      throw IoError(std::string(open_failure) +
+                        " (the server does not give the file's size: Content-Range '*', which a reader that "
+                        "reads ranges of the file cannot work with)",
                     path, EIO);
     }
     if (first_block && response.status == 206) {

@@ -209,10 +209,13 @@ class FailingServer:
     served; with `ranges`, ranged GETs get their range (206), else the whole file (200), as http.server does.
     A broken server, with `ranges`: `shift` answers a range that does not start at 0 with the bytes `shift`
     earlier (and says so in Content-Range); `content_range` replaces the Content-Range header's value
-    (None: no header)."""
+    (None: no header); `encoding` sends that Content-Encoding with the (unchanged) bytes; `redirect_loop`
+    answers every GET with a redirect to itself. Ranged answers carry the file's Last-Modified, no ETag."""
 
     def __init__(self, root, failures, status=503, methods=("HEAD", "GET"), spare_open=False, ranges=False,
-                 shift=0, content_range=""):
+                 shift=0, content_range="", encoding=None, redirect_loop=False):
+        self.encoding = encoding
+        self.redirect_loop = redirect_loop
         self.shift = shift
         self.content_range = content_range
         self.spare_open = spare_open
@@ -255,6 +258,14 @@ class FailingServer:
             def do_GET(self):
                 if self._fail():
                     return
+                if outer.redirect_loop:
+                    with outer.lock:
+                        outer.count += 1
+                    self.send_response(307)
+                    self.send_header("Location", self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 wanted = self.headers.get("Range") or ""
                 if not (outer.ranges and wanted.startswith("bytes=")):
                     super().do_GET()
@@ -272,6 +283,9 @@ class FailingServer:
                 elif outer.content_range is not None:
                     self.send_header("Content-Range", outer.content_range)
                 self.send_header("Content-Length", str(last - first + 1))
+                self.send_header("Last-Modified", self.date_time_string(int(os.stat(path).st_mtime)))
+                if outer.encoding:
+                    self.send_header("Content-Encoding", outer.encoding)
                 self.end_headers()
                 self.wfile.write(body[first:last + 1])
 

@@ -20,7 +20,13 @@ class CbfDeserializer final : public Deserializer {
       : options_(options), logger_(options.trace_level, core::sink_from_options(options.log_sink)) {
     if (options_.file.empty()) throw ConfigError("The CBF deserializer needs a 'file'.", "file");
     mapping_ = std::make_shared<core::MappedFile>(options_.file);
-    header_ = cbf::parse_header(options_.file, mapping_->view());
+    try {
+      header_ = cbf::parse_header(options_.file, mapping_->view());
+    } catch (const Error&) {
+      mapping_->check_intact();  // zeros of a cut file or of a block a remote fetch lost: not the format
+      throw;
+    }
+    mapping_->check_intact();
     context_.file = &options_.file;
     context_.mapping = mapping_;
     context_.header = &header_;

@@ -103,9 +103,16 @@ class CtfDeserializer final : public Deserializer {
       if (!index_) {
         size_t index_threads = options_.index_threads;
         if (index_threads == 0) index_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-        auto built = std::make_shared<ctf::CtfIndex>(
-            ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias,
-                             options_.keys.get(), index_threads, options_.index_split_bytes));
+        std::shared_ptr<ctf::CtfIndex> built;
+        try {
+          built = std::make_shared<ctf::CtfIndex>(
+              ctf::build_index(file_.view(), options_.file, options_.skip_sequence_ids, alias,
+                               options_.keys.get(), index_threads, options_.index_split_bytes));
+        } catch (const Error&) {
+          file_.check_intact();  // zeros where the file was cut, or a block a remote fetch lost: not the
+                                 // format
+          throw;
+        }
         file_.check_intact();  // the scan read zeros where the file was cut under it
         ctf::form_chunks(*built, options_.chunk_size_in_bytes, file_.size());
         ctf::count_index_build();
