@@ -529,3 +529,10 @@ def test_a_fetch_that_fails_during_the_index_pass_is_an_io_error_not_a_format_er
                                          **SMALL_BLOCKS), capture_output=True, text=True)
         assert result.returncode == 5, result.stderr  # an IoError, not the format error of the zeros
         assert "HTTP 503" in result.stderr and url in result.stderr, result.stderr
+
+
+def test_a_url_with_a_query_string_is_a_file_not_a_pattern(data):
+    # a presigned URL: its '?' starts the query, and the server may refuse HEAD (S3 signs one method)
+    local = write_ctf(data / "a.ctf", LENGTHS)
+    with servers.FailingServer(data, failures=10 ** 6, status=403, methods=("HEAD",), ranges=True) as server:
+        assert read_all(server.url + "/a.ctf?X-Amz-Signature=abc&X-Amz-Expires=60") == read_all(local)

@@ -16,7 +16,10 @@
 namespace cntkio::core {
 namespace {
 
-bool has_wildcard(const std::string& path) {
+bool has_wildcard(std::string path) {
+  // In an http(s) URL a '?' starts the query (a presigned URL's signature), which is no pattern.
+  const std::string_view scheme = Env::url_scheme(path);
+  if (scheme == "http" || scheme == "https") path = path.substr(0, path.find_first_of("?#"));
   const size_t slash = path.rfind('/');
   const std::string last = slash == std::string::npos ? path : path.substr(slash + 1);
   return last.find_first_of("*?[") != std::string::npos;
