@@ -289,8 +289,9 @@ def test_scale_pad_centres_the_image(images, pad_value):
         img = images.chw(i)
         assert g.shape == (3, W, W)
         assert np.array_equal(g[:, top:top + H], img)
-        if pad_value >= 0:
-            assert (g[:, :top] == pad_value).all() and (g[:, top + H:] == pad_value).all()
+        if pad_value >= 0:  # as CNTK: the value in the first channel (blue), zeros in the others
+            assert (g[0, :top] == pad_value).all() and (g[0, top + H:] == pad_value).all()
+            assert (g[1:, :top] == 0).all() and (g[1:, top + H:] == 0).all()
         else:  # the border replicated
             assert (g[:, :top] == img[:, :1]).all() and (g[:, top + H:] == img[:, -1:]).all()
 

@@ -231,7 +231,7 @@ TEST_F(ImageCheckpointTest, RandomTransformsAndSettingsKeepTheirInvariants) {
         break;
       default:
         steps.push_back("[ type = \"Crop\" ; cropType = \"RandomArea\" ; areaRatio = " + ratio() +
-                        " ; aspectRatio = 0.8:1.2 ]");
+                        " ; aspectRatio = 0.8:1 ]");
         break;
     }
     steps.push_back("[ type = \"Scale\" ; width = " + std::to_string(3 + pick(5)) +

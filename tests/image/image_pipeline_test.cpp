@@ -69,7 +69,7 @@ class ImagePipelineTest : public ::testing::Test {
 
 const char* kRandomChain =
     "[ type = \"Crop\" ; cropType = \"RandomSide\" ; sideRatio = 0.5:0.9 ; jitterType = \"UniRatio\" ; "
-    "aspectRatio = 0.8:1.25 ] : [ type = \"Scale\" ; width = 5 ; height = 4 ; channels = 3 ] : "
+    "aspectRatio = 0.75:1 ] : [ type = \"Scale\" ; width = 5 ; height = 4 ; channels = 3 ] : "
     "[ type = \"Color\" ; brightnessRadius = 0.3 ; contrastRadius = 0.3 ; saturationRadius = 0.3 ] : "
     "[ type = \"Transpose\" ]";
 

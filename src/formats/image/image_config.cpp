@@ -57,7 +57,7 @@ ImageCropOptions crop_options(const Config& record) {
     const int64_t w = Config::to_int(values[0], what);
     const int64_t h = values.size() == 2 ? Config::to_int(values[1], what) : w;
     if (w < 0 || h < 0 || w > std::numeric_limits<int>::max() || h > std::numeric_limits<int>::max()) {
-      throw record.error("cropSize", "cropSize must be non-negative.");
+      throw record.error("cropSize", "Invalid cropSize value, must be >= 0");
     }
     o.crop_width = static_cast<int>(w);
     o.crop_height = static_cast<int>(h);
@@ -71,8 +71,7 @@ ImageCropOptions crop_options(const Config& record) {
   } else if (jitter == "uniratio") {
     o.jitter_uniratio = true;
   } else {
-    throw record.error("jitterType", "Invalid jitter type: " + record.get_string("jitterType") +
-                                         " (expected none or uniratio).");
+    throw record.error("jitterType", "Invalid jitter type: " + record.get_string("jitterType") + ".");
   }
   const bool random =
       o.type == ImageCropOptions::Type::kRandomSide || o.type == ImageCropOptions::Type::kRandomArea;
@@ -98,8 +97,8 @@ ImageScaleOptions scale_options(const Config& record) {
   } else if (interpolation == "lanczos") {
     o.interpolation = ImageScaleOptions::Interpolation::kLanczos;
   } else {
-    throw record.error("interpolations", "Invalid interpolation type: " + interpolation +
-                                             " (expected one of nearest, linear, cubic, lanczos).");
+    throw record.error("interpolations",
+                       "Invalid interpolations value, must be nearest, cubic, lanczos or linear");
   }
   const std::string mode = record.get_string("scaleMode", "fill");
   if (mode == "fill") {
@@ -109,7 +108,7 @@ ImageScaleOptions scale_options(const Config& record) {
   } else if (mode == "pad") {
     o.mode = ImageScaleOptions::Mode::kPad;
   } else {
-    throw record.error("scaleMode", "Invalid scaleMode: " + mode + " (expected fill, crop or pad).");
+    throw record.error("scaleMode", "Invalid scaleMode value, must be fill, crop or pad (all lower case)");
   }
   o.pad_value = record.get_double("padValue", -1);
   check_located(record, o);
@@ -171,20 +170,22 @@ int trace_level_of(const Config& section) {
 void image::check_transform_options(const ImageTransformOptions& options) {
   if (const auto* crop = std::get_if<ImageCropOptions>(&options)) {
     if (crop->crop_width < 0 || crop->crop_height < 0)
-      throw ConfigError("cropSize must be non-negative.", "cropSize");
+      throw ConfigError("Invalid cropSize value, must be >= 0", "cropSize");
     const bool side = crop->side_ratio_min != 0 || crop->side_ratio_max != 0;
     const bool area = crop->area_ratio_min != 0 || crop->area_ratio_max != 0;
-    if (side && area) throw ConfigError("sideRatio and areaRatio cannot be used together.", "areaRatio");
-    auto check_ratio = [](const char* key, double lo, double hi) {
+    // CNTK's checks and texts, in its order (aspectRatio too must lie in (0, 1]).
+    auto check_ratio = [](const char* key, const char* name, double lo, double hi) {
       if (!(lo > 0 && hi <= 1 && lo <= hi)) {
-        throw ConfigError(std::string(key) + " must satisfy 0 < min <= max <= 1.", key);
+        throw ConfigError(std::string("Invalid ") + key + " value, must be > 0 and <= 1. " + name +
+                              "Min must <= " + name + "Max",
+                          key);
       }
     };
-    if (side) check_ratio("sideRatio", crop->side_ratio_min, crop->side_ratio_max);
-    if (area) check_ratio("areaRatio", crop->area_ratio_min, crop->area_ratio_max);
-    if (!(crop->aspect_ratio_min > 0 && crop->aspect_ratio_min <= crop->aspect_ratio_max)) {
-      throw ConfigError("aspectRatio must satisfy 0 < min <= max.", "aspectRatio");
-    }
+    if (side) check_ratio("sideRatio", "side", crop->side_ratio_min, crop->side_ratio_max);
+    if (area) check_ratio("areaRatio", "area", crop->area_ratio_min, crop->area_ratio_max);
+    if (side && area)
+      throw ConfigError("sideRatio and areaRatio cannot be specified simultaneously", "areaRatio");
+    check_ratio("aspectRatio", "aspect", crop->aspect_ratio_min, crop->aspect_ratio_max);
   } else if (const auto* scale = std::get_if<ImageScaleOptions>(&options)) {
     const auto limit = static_cast<uint64_t>(std::numeric_limits<int>::max());
     if (scale->width == 0 || scale->height == 0 || scale->channels == 0 || scale->width > limit ||
@@ -192,7 +193,8 @@ void image::check_transform_options(const ImageTransformOptions& options) {
       throw ConfigError("Invalid image dimensions.", "width");
     }
     if (scale->pad_value < -1 || std::isnan(scale->pad_value)) {
-      throw ConfigError("padValue must be -1 (replicate the border) or a value >= 0.", "padValue");
+      throw ConfigError("Invalid padValue value, must be -1 (replicates border) or >= 0 (constant)",
+                        "padValue");
     }
   } else if (const auto* color = std::get_if<ImageColorOptions>(&options)) {
     auto check_radius = [](const char* key, double r) {

@@ -294,8 +294,10 @@ class ScaleTransform final : public ImageTransform {
     if (options_.pad_value < 0) {
       cv::copyMakeBorder(resized, out, top, bottom, left, right, cv::BORDER_REPLICATE);
     } else {
+      // CNTK hands its integer padValue to OpenCV as the border colour, which makes it Scalar(v, 0, 0, 0):
+      // the value in the first channel (blue), zeros in the others. cntkio pads the same way.
       cv::copyMakeBorder(resized, out, top, bottom, left, right, cv::BORDER_CONSTANT,
-                         cv::Scalar::all(options_.pad_value));
+                         cv::Scalar(options_.pad_value, 0, 0, 0));
     }
     sample.mat = out;
   }
@@ -354,13 +356,13 @@ class ColorTransform final : public ImageTransform {
       for (size_t i = 0; i < n; ++i) p[i] = std::min(std::max(p[i] * alpha + beta, T(0)), T(255));
     }
     if (options_.saturation_radius > 0 && mat.channels() == 3) {
-      const T ratio =
-          static_cast<T>(1 + uniform_real(engine, -options_.saturation_radius, options_.saturation_radius));
+      // As CNTK: the ratio stays a double, the product is rounded to the element type.
+      const double ratio = 1 + uniform_real(engine, -options_.saturation_radius, options_.saturation_radius);
       cv::Mat hsv;
       cv::cvtColor(mat, hsv, cv::COLOR_BGR2HSV);
       T* p = hsv.ptr<T>();
       const size_t pixels = hsv.total();
-      for (size_t i = 0; i < pixels; ++i) p[3 * i + 1] = std::min(p[3 * i + 1] * ratio, T(1));
+      for (size_t i = 0; i < pixels; ++i) p[3 * i + 1] = std::min(static_cast<T>(p[3 * i + 1] * ratio), T(1));
       cv::cvtColor(hsv, mat, cv::COLOR_HSV2BGR);
     }
   }
@@ -377,7 +379,8 @@ class IntensityTransform final : public ImageTransform {
   IntensityTransform(const ImageIntensityOptions& options, ElementType precision)
       : options_(options), precision_(precision), engines_(options.seed) {
     enabled_ = !options_.file.empty() && options_.std_dev != 0;
-    if (!enabled_) return;
+    // CNTK opens and checks a named file even when intensityStdDev is 0 (which then changes nothing).
+    if (options_.file.empty()) return;
     SourceLocation where;
     where.file = options_.file;
     cv::FileStorage storage = open_storage(options_.file);
@@ -471,9 +474,10 @@ class MeanTransform final : public ImageTransform {
     require_interleaved(sample, name());
     if (mean_.empty()) return;
     if (mean_.rows != sample.mat.rows || mean_.cols != sample.mat.cols) {
+      // One message, as CNTK prints it: the two lines of concurrent transforms do not interleave.
       logger_->log(core::LogLevel::kWarning,
-                   "WARNING: Mean file does not match the size of the input image, will be ignored.");
-      logger_->log(core::LogLevel::kWarning, "Please remove mean transformation from the config.");
+                   "WARNING: Mean file does not match the size of the input image, will be ignored.\n"
+                   "Please remove mean transformation from the config.");
       return;
     }
     to_float(sample.mat, precision_);
