@@ -56,6 +56,7 @@ def test_bench_reads_a_ctf_file_as_cntk_io_does(cli, tmp_path, randomize):
     (["--ctf", "{path}", "--stream", "a b:f:2"], "expected name:field:dim"),
     ([], "bench needs --config and --section, or --ctf with --stream"),
     (["--ctf", "{path}", "--config", "x.cntk", "--stream", "features:f:2"], "excludes"),
+    (["--ctf", "{path}", "--stream", "features:f:2", "--threads", "-5"], "--threads: '-5' is not a whole number"),
 ])
 def test_bench_without_a_config_checks_its_arguments(cli, tmp_path, args, message):
     path = write_ctf(tmp_path / "b.ctf", LENGTHS)
@@ -112,3 +113,33 @@ def test_bench_refuses_a_bad_chunk_cache_size(cli, tmp_path):
     result = subprocess.run([cli, "bench", "--ctf", path, "--stream", "features:f:2", "--chunk-cache", "lots"],
                             capture_output=True, text=True)
     assert result.returncode != 0 and "chunkCacheBytes" in result.stderr, result.stderr
+
+
+def test_bench_counts_the_bytes_of_every_file_of_a_corpus(cli, tmp_path):
+    # a config array, a glob and a list file: MB/s counts each file once
+    first = write_ctf(tmp_path / "s1.ctf", LENGTHS)
+    second = write_ctf(tmp_path / "s2.ctf", LENGTHS, first=len(LENGTHS))
+    size = (tmp_path / "s1.ctf").stat().st_size + (tmp_path / "s2.ctf").stat().st_size
+    (tmp_path / "list.txt").write_text("s1.ctf\ns2.ctf\n")
+    inputs = 'input = [ features = [ alias = f ; dim = 2 ; format = dense ] ]'
+    for files in ['file = ("%s":"%s")' % (first, second), 'file = "%s/s*.ctf"' % tmp_path,
+                  'fileList = "%s/list.txt"' % tmp_path]:
+        config = tmp_path / "c.cntk"
+        config.write_text('R = [ reader = [ randomize = false ; deserializers = ( [ type = "CNTKTextFormatDeserializer"'
+                          ' ; %s ; %s ] ) ] ]\n' % (files, inputs))
+        report = bench(cli, "--config", str(config), "--section", "R")
+        assert report["input_bytes_per_sweep"] == size, (files, report)
+        assert report["mb_per_s"] > 0, (files, report)
+
+
+def test_inspect_checks_its_counts(cli, tmp_path):
+    path = write_ctf(tmp_path / "b.ctf", LENGTHS)
+    config = tmp_path / "c.cntk"
+    config.write_text('R = [ reader = [ readerType = "CNTKTextFormatReader" ; file = "%s"\n'
+                      '  input = [ features = [ alias = f ; dim = 2 ; format = dense ] ] ] ]\n' % path)
+    for args in (["--mb-size", "-1"], ["--mb-size", "0"], ["--minibatches", "-1"],
+                 ["--mb-size", "99999999999999999999"]):
+        result = subprocess.run([cli, "inspect", "--config", str(config), "--section", "R"] + args,
+                                capture_output=True, text=True)
+        assert result.returncode == 2 and "--" in result.stderr, (args, result.stderr)
+        assert result.stdout == "", args  # refused before anything is described

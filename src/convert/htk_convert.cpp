@@ -279,6 +279,10 @@ HtkConvertResult convert_to_htk(Deserializer& source, size_t stream, const HtkCo
   if (dir.string().find('[') != std::string::npos) {
     throw UsageError("The output folder '" + dir.string() + "' holds '[', which an SCP line cannot carry.");
   }
+  if (dir.string().find("...") != std::string::npos) {  // a reader expands it to the SCP's folder
+    throw UsageError("The output folder '" + dir.string() +
+                     "' holds '...', which readers of an SCP line replace by the SCP's folder.");
+  }
   core::check_output_name(options.scp_file);
   core::check_output_name(dir.string());
   core::check_output_path(options.scp_file);

@@ -147,6 +147,10 @@ TEST(HtkConvert, SparseStreamsAndBadExtensionsAreRejected) {
   auto dense = ctf_source(corpus, 2);
   h.extension = "a.b";
   EXPECT_THROW(convert_to_htk(*dense, 0, h), UsageError);
+  h.extension = "fea";
+  h.output_dir = dir.file("x...y");  // an SCP reader would replace the "..." by the SCP's folder
+  EXPECT_THROW(convert_to_htk(*dense, 0, h), UsageError);
+  EXPECT_FALSE(std::filesystem::exists(h.output_dir));
 }
 
 TEST(HtkConvert, ExtensionsWithLineEndsAreRejected) {

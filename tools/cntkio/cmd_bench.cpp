@@ -18,6 +18,8 @@
 #include "cntkio/errors.hpp"
 #include "cntkio/minibatch_source.hpp"
 #include "commands.hpp"
+#include "config/data_files.hpp"
+#include "core/data_files.hpp"
 
 namespace cntkio::cli {
 namespace {
@@ -43,11 +45,21 @@ double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-// Bytes of the input files a reader section names (`file` keys of the reader and its deserializers).
+// Bytes of the input files a reader section names (`file` and `fileList` keys of the reader and its
+// deserializers: one file, an array, glob patterns, a list file).
 uint64_t input_bytes(const Config& reader) {
   std::set<std::string> files;
   auto add = [&files](const Config& section) {
-    if (section.exists_current("file")) files.insert(section.get_string("file"));
+    if (!section.exists_current("file") && !section.exists_current("fileList")) return;
+    try {
+      std::string file, list;
+      std::vector<std::string> more;
+      config_detail::data_files_from_config(section, file, more, list);
+      for (std::string& f : core::expand_data_files(file, more, list, section.path()))
+        files.insert(std::move(f));
+    } catch (const Error&) {
+      // files the reader cannot name or open either: the run reports them
+    }
   };
   add(reader);
   if (reader.exists_current("deserializers")) {
@@ -67,9 +79,11 @@ uint64_t input_bytes(const Config& reader) {
 // The reader section `MinibatchSource(CTFDeserializer(file, streams))` of cntk.io reads (its defaults: a
 // randomization window of 128 chunks, CTF's 32 MiB chunks), for --ctf and --stream name:field:dim[:sparse].
 std::string ctf_reader_text(const BenchArgs& a) {
-  if (a.ctf_file.find_first_of("\"\n$") != std::string::npos) {
+  if (a.ctf_file.find_first_of("\"\n\r$") != std::string::npos ||
+      a.ctf_file.find(" #") != std::string::npos || a.ctf_file.find("\t#") != std::string::npos) {
     throw UsageError("--ctf: the file name " + a.ctf_file +
-                     " holds a character a reader config cannot quote (\", $ or a line break); use --config");
+                     " holds what a reader config cannot quote (\", $, a line break, or a blank before #, "
+                     "which starts a comment); rename the file or link to it");
   }
   std::string inputs;
   for (const std::string& spec : a.streams) {
@@ -275,7 +289,8 @@ Command add_bench_command(CLI::App& app) {
       ->default_val(256)
       ->check(positive_count_validator());
   cmd->add_option("--threads", args->threads,
-                  "Chunk-loading threads (default: the reader's loaderThreads, or nproc)");
+                  "Chunk-loading threads (default: the reader's loaderThreads, or nproc)")
+      ->check(count_validator());
   cmd->add_option("--chunk-cache", args->chunk_cache,
                   "Keep decoded chunks in memory for later sweeps, up to SIZE bytes of data (e.g. 4GiB; the "
                   "reader's chunkCacheBytes)")

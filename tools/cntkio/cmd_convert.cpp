@@ -132,7 +132,7 @@ int run_convert_to_htk(const ConvertArgs& a, DataFormat from) {
   }
   if (wanted.empty() && dense != 1) {
     throw UsageError("--to htk writes one dense stream and the input '" + a.input + "' has " +
-                     std::to_string(dense) + "; pick one with `cntkio convert-htk --stream`.");
+                     std::to_string(dense) + "; pick one with --stream NAME (its name in the file).");
   }
   if (chosen == streams.size())
     throw UsageError("The input '" + a.input + "' has no stream '" + wanted + "'.");

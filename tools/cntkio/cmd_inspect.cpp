@@ -70,8 +70,12 @@ Command add_inspect_command(CLI::App& app) {
   cmd->add_option("--reader-section", inspect->reader_section, "Reader block inside the section")
       ->default_val("reader");
   cmd->add_option("--set", inspect->overrides, "Config override key=value (repeatable)");
-  cmd->add_option("--minibatches", inspect->minibatches, "Minibatches to describe")->default_val(3);
-  cmd->add_option("--mb-size", inspect->mb_size, "Samples per minibatch")->default_val(32);
+  cmd->add_option("--minibatches", inspect->minibatches, "Minibatches to describe")
+      ->default_val(3)
+      ->check(count_validator());
+  cmd->add_option("--mb-size", inspect->mb_size, "Samples per minibatch")
+      ->default_val(32)
+      ->check(positive_count_validator());
   return Command{cmd, [inspect]() {
                    if (!inspect->file.empty()) inspect_data_file(inspect->file, std::cout);
                    if (inspect->file.empty() || !inspect->config_file.empty()) {
