@@ -57,6 +57,8 @@ def test_bench_reads_a_ctf_file_as_cntk_io_does(cli, tmp_path, randomize):
     ([], "bench needs --config and --section, or --ctf with --stream"),
     (["--ctf", "{path}", "--config", "x.cntk", "--stream", "features:f:2"], "excludes"),
     (["--ctf", "{path}", "--stream", "features:f:2", "--threads", "-5"], "--threads: '-5' is not a whole number"),
+    (["--ctf", "{path}", "--stream", "a:f:2", "--stream", "b:f:2"], "the reader of --ctf and --stream: Two streams"),
+    (["--ctf", "{path}", "--stream", "a:f:2", "--chunk-cache", "lots"], "--chunk-cache: 'lots' is not a byte size"),
 ])
 def test_bench_without_a_config_checks_its_arguments(cli, tmp_path, args, message):
     path = write_ctf(tmp_path / "b.ctf", LENGTHS)
@@ -108,13 +110,6 @@ def test_bench_text_output_names_the_stages(cli, tmp_path):
         assert words in result.stdout, result.stdout
 
 
-def test_bench_refuses_a_bad_chunk_cache_size(cli, tmp_path):
-    path = write_ctf(tmp_path / "b.ctf", LENGTHS)
-    result = subprocess.run([cli, "bench", "--ctf", path, "--stream", "features:f:2", "--chunk-cache", "lots"],
-                            capture_output=True, text=True)
-    assert result.returncode != 0 and "chunkCacheBytes" in result.stderr, result.stderr
-
-
 def test_bench_counts_the_bytes_of_every_file_of_a_corpus(cli, tmp_path):
     # a config array, a glob and a list file: MB/s counts each file once
     first = write_ctf(tmp_path / "s1.ctf", LENGTHS)
@@ -143,3 +138,17 @@ def test_inspect_checks_its_counts(cli, tmp_path):
                                 capture_output=True, text=True)
         assert result.returncode == 2 and "--" in result.stderr, (args, result.stderr)
         assert result.stdout == "", args  # refused before anything is described
+
+
+@pytest.mark.parametrize("args, message", [
+    (["convert-htk", "{path}", "{out}.scp", "--stream", "f:0"], "its dim must be a whole number"),
+    (["convert-htk", "{path}", "{out}.scp", "--stream", "f:-1"], "its dim must be a whole number"),
+    (["convert", "{path}", "{out}.ctf", "--stream", "a:f:2:dense", "--stream", "b:f:2:dense"],
+     "--stream: Two streams use the alias 'f'"),
+])
+def test_stream_options_of_the_converters_are_usage_errors(cli, tmp_path, args, message):
+    # mistakes in command-line options exit 2 and name the option, not config keys the user never wrote
+    path = write_ctf(tmp_path / "b.ctf", LENGTHS)
+    result = subprocess.run([cli] + [a.format(path=path, out=tmp_path / "out") for a in args], capture_output=True,
+                            text=True)
+    assert result.returncode == 2 and message in result.stderr, result.stderr

@@ -195,7 +195,10 @@ int run_bench(const BenchArgs& a) {
 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  std::unique_ptr<MinibatchSource> source = MinibatchSource::from_config(reader);
+  std::unique_ptr<MinibatchSource> source =
+      a.ctf_file.empty() ? MinibatchSource::from_config(reader)
+                         : from_options("the reader of --ctf and --stream",
+                                        [&] { return MinibatchSource::from_config(reader); });
   source->set_v2_limits(kInfinitelyRepeat, a.sweeps);
   Minibatch mb;
   double first_minibatch_s = 0;
@@ -294,7 +297,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--chunk-cache", args->chunk_cache,
                   "Keep decoded chunks in memory for later sweeps, up to SIZE bytes of data (e.g. 4GiB; the "
                   "reader's chunkCacheBytes)")
-      ->type_name("SIZE");
+      ->type_name("SIZE")
+      ->check(byte_size_validator());
   cmd->add_flag("--json", args->json, "Print one JSON line");
   return Command{cmd, [args]() { return run_bench(*args); }};
 }

@@ -114,7 +114,7 @@ int run_convert_to_htk(const ConvertArgs& a, DataFormat from) {
       ctf.file = a.input;
       ctf.streams.push_back({stream.name, stream.alias.empty() ? stream.name : stream.alias,
                              static_cast<size_t>(stream.dim), StorageFormat::kDense, false});
-      source = make_ctf_deserializer(ctf);
+      source = from_options("--stream", [&] { return make_ctf_deserializer(ctf); });
     } else {
       CbfOptions cbf;
       cbf.file = a.input;
@@ -175,7 +175,7 @@ int run_convert(const ConvertArgs& a) {
         convert_deserializer(*deserializer_from_config(a, from, options.element_type), a.output, options);
   } else {
     for (const std::string& spec : a.streams) options.streams.push_back(parse_convert_stream(spec));
-    summary = convert_file(a.input, from, a.output, options);
+    summary = from_options("--stream", [&] { return convert_file(a.input, from, a.output, options); });
   }
   if (show_progress) std::fputc('\n', stderr);
   std::cout << "wrote " << a.output << " (" << to_string(to) << "): " << summary.sequences << " sequences, "

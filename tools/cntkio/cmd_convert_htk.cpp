@@ -1,5 +1,6 @@
 // `cntkio convert-htk IN.ctf OUT.scp`: writes a dense CTF stream as HTK feature files plus an SCP list that
 // an HTKFeatureDeserializer reads back (one utterance per CTF sequence, keyed by its sequence id).
+#include <charconv>
 #include <iostream>
 #include <memory>
 
@@ -77,10 +78,16 @@ int run_convert_htk(const ConvertHtkArgs& a) {
   ctf.file = a.input;
   CtfStreamOptions s;
   s.name = fields[0];
-  s.dim = Config::to_uint(fields[1], "--stream dim");
+  uint64_t dim = 0;
+  const char* end = fields[1].data() + fields[1].size();
+  const auto [stop, ec] = std::from_chars(fields[1].data(), end, dim);
+  if (ec != std::errc() || stop != end || dim == 0 || dim > 0x7FFFFFFFu) {
+    throw UsageError("--stream is '" + a.stream + "'; its dim must be a whole number from 1 to 2147483647.");
+  }
+  s.dim = static_cast<size_t>(dim);
   s.alias = fields.size() == 3 ? fields[2] : fields[0];
   ctf.streams.push_back(s);
-  std::shared_ptr<Deserializer> source = make_ctf_deserializer(ctf);
+  std::shared_ptr<Deserializer> source = from_options("--stream", [&] { return make_ctf_deserializer(ctf); });
 
   HtkConvertOptions options;
   options.scp_file = a.scp;

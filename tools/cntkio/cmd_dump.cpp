@@ -1,12 +1,15 @@
 // `cntkio dump`: write a reader's minibatches as text (the conformance runner's code path).
 #include <charconv>
+#include <cstdint>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <streambuf>
 #include <string>
 
 #include "cntkio/config.hpp"
 #include "cntkio/errors.hpp"
+#include "cntkio/reader_spec.hpp"
 #include "commands.hpp"
 #include "core/output_file.hpp"
 #include "pipeline/dump.hpp"
@@ -81,6 +84,16 @@ CLI::Validator count_validator() {
 CLI::Validator positive_count_validator() {
   return count_at_least(1);
 }
+CLI::Validator byte_size_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::optional<uint64_t> bytes = parse_byte_size(text);
+        if (!bytes || *bytes > SIZE_MAX)
+          return "'" + text + "' is not a byte size such as 4294967296, 4GiB or 512MB";
+        return {};
+      },
+      "");
+}
 
 namespace {
 struct DumpArgs {
@@ -138,7 +151,8 @@ Command add_dump_command(CLI::App& app) {
   cmd->add_option("--chunk-cache", args->chunk_cache,
                   "Keep decoded chunks in memory for later epochs, up to SIZE bytes of data (e.g. 4GiB; the "
                   "reader's chunkCacheBytes)")
-      ->type_name("SIZE");
+      ->type_name("SIZE")
+      ->check(byte_size_validator());
   return Command{
       cmd, [args, max_minibatches]() {
         pipeline::DumpOptions& dump = args->dump;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cntkio/errors.hpp"
+
 namespace cntkio::cli {
 
 struct Command {
@@ -28,5 +30,18 @@ std::vector<std::string> split_commas(const std::string& text);
 /// 2^64 - 1 and takes an overflowing number as the largest one).
 CLI::Validator count_validator();           ///< 0 or more
 CLI::Validator positive_count_validator();  ///< 1 or more
+/// A byte size as chunkCacheBytes takes it (4294967296, 4GiB, 512MB).
+CLI::Validator byte_size_validator();
+
+/// Runs `make`, which builds a reader from command-line options: a ConfigError it throws names config keys
+/// the user never wrote, so it becomes a UsageError (exit 2) naming `options`.
+template <typename Make>
+auto from_options(const std::string& options, Make&& make) -> decltype(make()) {
+  try {
+    return make();
+  } catch (const ConfigError& e) {
+    throw UsageError(options + ": " + e.cntk_text());
+  }
+}
 
 }  // namespace cntkio::cli
