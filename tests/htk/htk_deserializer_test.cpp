@@ -202,8 +202,16 @@ TEST(HtkFeatures, DimensionErrorsHaveCntksTexts) {
             "HTKDeserializer: neighbor expansion of input features to '2' is not symmetrical");
   HtkFeatureOptions explicit_window = options_for(corpus.scp, 39, true);
   explicit_window.left_context = explicit_window.right_context = 1;
-  // CNTK would overrun its buffer (dim < file dim) or leave a zero tail (dim > file dim): cntkio refuses.
-  EXPECT_THROW(make_htk_feature_deserializer(explicit_window), ConfigError);
+  // CNTK would overrun its buffer (dim < file dim) or leave a zero tail (dim > file dim): cntkio refuses,
+  // naming the file whose dimension disagrees.
+  try {
+    make_htk_feature_deserializer(explicit_window);
+    ADD_FAILURE() << "no error";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("dim must be the per-frame dimension"), std::string::npos) << e.what();
+    EXPECT_EQ(e.location().stream, "features");
+    EXPECT_FALSE(e.location().file.empty());
+  }
   try {
     make_htk_feature_deserializer(options_for(corpus.scp, 14, true));
   } catch (const FormatError& e) {

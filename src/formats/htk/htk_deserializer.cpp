@@ -491,11 +491,11 @@ class HtkFeatureDeserializer final : public Deserializer {
       // CNTK lays the blocks out with the file's dimension and never compares it with `dim` here: a larger
       // dim leaves a zero tail, a smaller one overruns the output buffer. cntkio requires them to agree.
       if (options_.dim != file_dim_) {
-        throw ConfigError("HTKDeserializer: dim " + std::to_string(options_.dim) + " of stream '" +
+        throw FormatError("HTKDeserializer: dim " + std::to_string(options_.dim) + " of stream '" +
                               options_.name + "' differs from the " + std::to_string(file_dim_) +
                               " values per frame of '" + paths_[first.path] +
                               "'; with an explicit contextWindow, dim must be the per-frame dimension.",
-                          "input." + options_.name + ".dim");
+                          where);
       }
       left_ = options_.left_context;
       right_ = options_.right_context;
