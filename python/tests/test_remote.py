@@ -536,3 +536,12 @@ def test_a_url_with_a_query_string_is_a_file_not_a_pattern(data):
     local = write_ctf(data / "a.ctf", LENGTHS)
     with servers.FailingServer(data, failures=10 ** 6, status=403, methods=("HEAD",), ranges=True) as server:
         assert read_all(server.url + "/a.ctf?X-Amz-Signature=abc&X-Amz-Expires=60") == read_all(local)
+
+
+def test_settings_that_are_not_whole_numbers_are_errors_naming_the_variable(data):
+    write_ctf(data / "a.ctf", LENGTHS)
+    with servers.FailingServer(data, failures=0, ranges=True) as server:
+        for name, value, op in (("CNTKIO_REMOTE_TIMEOUT_S", "-5", "read:0:10"),
+                                ("CNTKIO_REMOTE_MAP_BYTES", "abc", "map:0:10")):
+            lines = remote_read(server.url + "/a.ctf", op, "mappable", env={name: value})
+            assert any(line.startswith("error ") and name in line for line in lines), (name, lines)

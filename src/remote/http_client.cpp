@@ -21,7 +21,7 @@ uint64_t env_number(const char* name, uint64_t fallback) {
   char* end = nullptr;
   errno = 0;
   const unsigned long long value = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0') {
+  if (errno != 0 || *end != '\0' || *text < '0' || *text > '9') {  // strtoull would take "-5" as 2^64 - 5
     throw UsageError(std::string("the environment variable ") + name + "='" + text +
                      "' is not a whole number");
   }

@@ -66,10 +66,15 @@ uint64_t g_filled_bytes = 0;
 // CNTKIO_REMOTE_MAP_BYTES, else half the machine's memory.
 uint64_t filled_budget() {
   static const uint64_t budget = [] {
-    if (const char* text = std::getenv("CNTKIO_REMOTE_MAP_BYTES")) {
+    if (const char* text = std::getenv("CNTKIO_REMOTE_MAP_BYTES"); text != nullptr && *text != '\0') {
       char* end = nullptr;
+      errno = 0;
       const unsigned long long value = std::strtoull(text, &end, 10);
-      if (end != text && *end == '\0' && value > 0) return static_cast<uint64_t>(value);
+      if (errno != 0 || *end != '\0' || *text < '0' || *text > '9' || value == 0) {
+        throw UsageError(std::string("the environment variable CNTKIO_REMOTE_MAP_BYTES='") + text +
+                         "' is not a whole number of bytes above 0");
+      }
+      return static_cast<uint64_t>(value);
     }
     const long pages = ::sysconf(_SC_PHYS_PAGES);
     const long page = ::sysconf(_SC_PAGESIZE);
@@ -503,6 +508,7 @@ void after_fork_in_child() {
 
 std::unique_ptr<FileMapping> make_lazy_mapping(uint64_t size, uint64_t block_size, BlockSource source) {
   if (size == 0) return nullptr;
+  filled_budget();  // a malformed CNTKIO_REMOTE_MAP_BYTES is reported here, not where blocks are filled
   auto mapping = std::make_unique<LazyMapping>(size, block_size, std::move(source));
   if (!mapping->start()) return nullptr;
   return mapping;
