@@ -545,3 +545,24 @@ def test_settings_that_are_not_whole_numbers_are_errors_naming_the_variable(data
                                 ("CNTKIO_REMOTE_MAP_BYTES", "abc", "map:0:10")):
             lines = remote_read(server.url + "/a.ctf", op, "mappable", env={name: value})
             assert any(line.startswith("error ") and name in line for line in lines), (name, lines)
+
+
+def test_an_error_is_reported_without_waiting_for_fetches_nobody_needs_any_more(data, tmp_path, cli):
+    # one fetch fails (403) while the others hang on the server: the reader stops at the failure, and the
+    # fetches nobody needs any more are abandoned instead of running through their tries and time-outs
+    # (here 4 x 5 s) before the error is said
+    import time
+    write_ctf(data / "a.ctf", LENGTHS * 60)
+    with servers.FailingServer(data, failures=0, ranges=True, deny_then_hang=True) as server:
+        url = server.url + "/a.ctf"
+        config = tmp_path / "r.cntk"
+        write_config(config, url)
+        started = time.monotonic()
+        result = subprocess.run([cli, "dump", "--config", str(config), "--section", "r", "--mb-size", "64",
+                                 "--max-minibatches", "3"],
+                                env=dict(os.environ, CNTKIO_REMOTE_BACKOFF_MS="1", CNTKIO_REMOTE_TIMEOUT_S="5",
+                                         CNTKIO_REMOTE_BLOCK_SIZE="65536", CNTKIO_REMOTE_REQUEST_SIZE="65536"),
+                                capture_output=True, text=True, timeout=120)
+        elapsed = time.monotonic() - started
+        assert result.returncode == 5 and "HTTP 403" in result.stderr, result.stderr
+        assert elapsed < 10, elapsed

@@ -149,6 +149,11 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* still_wanted = static_cast<const std::function<bool()>*>(user);
+  return (*still_wanted)() ? 0 : 1;  // non-zero aborts the transfer (CURLE_ABORTED_BY_CALLBACK)
+}
+
 bool worth_retrying(long status) {
   return status >= 500 || status == 429;
 }
@@ -237,6 +242,9 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
     if (attempt > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(uint64_t{settings_.backoff_ms} << (attempt - 1)));
     }
+    if (request.still_wanted && !request.still_wanted()) {
+      throw IoError("abandoned (no longer needed)" + what_range + " of", name, ECANCELED);
+    }
     ++tries;
     response = Response{};
     error_text[0] = '\0';
@@ -261,6 +269,11 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
     curl_easy_setopt(handle, CURLOPT_WRITEDATA, &transfer);
     curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(handle, CURLOPT_HEADERDATA, &response);
+    if (request.still_wanted) {  // also called while a stalled server sends nothing
+      curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, on_progress);
+      curl_easy_setopt(handle, CURLOPT_XFERINFODATA, &request.still_wanted);
+      curl_easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
+    }
     if (request.head) curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
     if (request.has_range) curl_easy_setopt(handle, CURLOPT_RANGE, range.c_str());
     curl_slist* headers = nullptr;
@@ -295,7 +308,8 @@ Response HttpClient::perform(const Request& request, const std::string& name, un
       }
       if (!worth_retrying(response.status)) break;
     } else if (code == CURLE_TOO_MANY_REDIRECTS || code == CURLE_URL_MALFORMAT ||
-               code == CURLE_UNSUPPORTED_PROTOCOL || code == CURLE_PEER_FAILED_VERIFICATION) {
+               code == CURLE_UNSUPPORTED_PROTOCOL || code == CURLE_PEER_FAILED_VERIFICATION ||
+               code == CURLE_ABORTED_BY_CALLBACK) {
       break;  // the same request would fail the same way again
     }
   }

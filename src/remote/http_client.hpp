@@ -73,6 +73,9 @@ struct Request {
   /// headers so far, the offset of `data` in the body (0 again when the request is tried again) and the
   /// bytes. Returning false stops the transfer without further tries (Response::refused).
   std::function<bool(const Response& headers, uint64_t offset, const char* data, size_t n)> sink;
+  /// Asked about once a second during the transfer, and before each try: false stops the request (an
+  /// IoError saying it was abandoned), also while the server sends nothing. Empty: always wanted.
+  std::function<bool()> still_wanted;
 };
 
 class HttpClient {

@@ -363,6 +363,9 @@ class LazyMapping final : public FileMapping {
     };
     const Sink sink = [&](uint64_t offset, const char* data, size_t n) {
       if (closing_.load()) return false;
+      // Asked whether the transfer is still wanted: not once the mapping is broken (its reader fails at its
+      // next check, so a thread waiting on these pages had better get zeros now than after time-outs).
+      if (data == nullptr) return !broken_.load();
       if (offset == 0 && (placed != 0 || carried != 0)) {  // tried again from the start: the pages there stay
         placed = 0;
         carried = 0;

@@ -22,7 +22,8 @@ struct BlockBytes {
 };
 
 /// Takes the bytes of one fetch as they arrive: `offset` counts from the fetch's first byte (0 again when the
-/// fetch is tried again). Returns false to stop the transfer.
+/// fetch is tried again). Returns false to stop the transfer. Called with data == nullptr (and n == 0) to ask
+/// whether the transfer is still wanted, also while no bytes arrive.
 using Sink = std::function<bool(uint64_t offset, const char* data, size_t n)>;
 
 /// Where a mapping's blocks come from.

@@ -609,6 +609,7 @@ void stream_range(const Target& target, uint64_t first, uint64_t last, const Sin
   std::string other_etag;
   uint64_t other_total = 0;
   bool other_version = false;
+  request.still_wanted = [&sink] { return sink(0, nullptr, 0); };
   request.sink = [&](const Response& headers, uint64_t offset, const char* data, size_t n) {
     // Bytes of another range than asked for are never handed on (check_answer below names the range).
     if (offset == 0 && (!headers.range_known || headers.range_first != first || headers.range_last != last)) {

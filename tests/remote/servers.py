@@ -210,10 +210,14 @@ class FailingServer:
     A broken server, with `ranges`: `shift` answers a range that does not start at 0 with the bytes `shift`
     earlier (and says so in Content-Range); `content_range` replaces the Content-Range header's value
     (None: no header); `encoding` sends that Content-Encoding with the (unchanged) bytes; `redirect_loop`
-    answers every GET with a redirect to itself. Ranged answers carry the file's Last-Modified, no ETag."""
+    answers every GET with a redirect to itself; `deny_then_hang` answers the second ranged GET 403 and
+    the later ones nothing for a minute (a server that hangs). Ranged answers carry the file's
+    Last-Modified, no ETag."""
 
     def __init__(self, root, failures, status=503, methods=("HEAD", "GET"), spare_open=False, ranges=False,
-                 shift=0, content_range="", encoding=None, redirect_loop=False):
+                 shift=0, content_range="", encoding=None, redirect_loop=False, deny_then_hang=False):
+        self.deny_then_hang = deny_then_hang
+        self.ranged_gets = 0
         self.encoding = encoding
         self.redirect_loop = redirect_loop
         self.shift = shift
@@ -275,6 +279,18 @@ class FailingServer:
                     body = f.read()
                 first, _, last = wanted[len("bytes="):].partition("-")
                 first, last = int(first), min(int(last), len(body) - 1)
+                if outer.deny_then_hang:
+                    with outer.lock:
+                        outer.ranged_gets += 1
+                        n = outer.ranged_gets
+                    if n > 2:
+                        time.sleep(60)  # hangs: the client must give up or abandon the request
+                        return
+                    if n == 2:
+                        self.send_response(403)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
                 if first > 0 and outer.shift:
                     first, last = max(0, first - outer.shift), max(0, first - outer.shift) + last - first
                 self.send_response(206)
@@ -290,6 +306,7 @@ class FailingServer:
                 self.wfile.write(body[first:last + 1])
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True  # a stalled answer does not hold up the test's end
         self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
