@@ -566,3 +566,20 @@ def test_an_error_is_reported_without_waiting_for_fetches_nobody_needs_any_more(
         elapsed = time.monotonic() - started
         assert result.returncode == 5 and "HTTP 403" in result.stderr, result.stderr
         assert elapsed < 10, elapsed
+
+
+def test_a_cache_folder_that_cannot_be_written_only_costs_the_cache(data, tmp_path, cli):
+    # CNTKIO_CACHE_DIR naming a URL, and a URL whose query makes a long name: read without an index cache
+    local = write_ctf(data / "a.ctf", LENGTHS)
+    with servers.FailingServer(data, failures=0, ranges=True) as server:
+        expected = None
+        for url, cache_dir in ((server.url + "/a.ctf", server.url + "/cache"),
+                               (server.url + "/a.ctf?" + "x" * 400, str(tmp_path / "cache"))):
+            config = tmp_path / "r.cntk"
+            write_config(config, url)
+            result = subprocess.run([cli, "dump", "--config", str(config), "--section", "r", "--mb-size", "10"],
+                                    env=dict(os.environ, CNTKIO_CACHE_DIR=cache_dir), capture_output=True, text=True)
+            assert result.returncode == 0, result.stderr
+            expected = expected or result.stdout
+            assert result.stdout == expected
+    assert expected.count("\n") > 10 and os.path.getsize(local) > 0

@@ -41,14 +41,17 @@ std::string local_cache_path(const std::string& url, const FileIdentity& identit
     if (at != dir.size() && dir[at] != '/') continue;
     try {
       env->create_dir(dir.substr(0, at));
-    } catch (const IoError&) {
-      // there already (as a folder or not), or not creatable: the cache's writer reports why it cannot write
+    } catch (const Error&) {
+      // there already (as a folder or not), not creatable, or not a local folder (a URL): the cache's writer
+      // reports why it cannot write, and the data is read without a cache
     }
   }
   const uint64_t hash = fnv1a(url + '\n' + identity.etag + '\n' + std::to_string(identity.size));
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  std::string name = url.substr(url.rfind('/') + 1);
+  // The hash tells files apart; the name only helps a person: cut to stay far from the system's 255 bytes
+  // (a presigned URL's query is longer).
+  std::string name = url.substr(url.rfind('/') + 1, 100);
   for (char& c : name) {
     if (c == '?' || c == '&' || c == '=' || c == '%') c = '_';
   }
