@@ -968,3 +968,16 @@ TEST(CtfRowFastPath, CleanRowsGiveTheSameValuesAsTheGeneralParser) {
   EXPECT_EQ(fast.find("log "), std::string::npos) << fast.substr(0, 300);
   EXPECT_NE(fast.find("errors 0 rows 0 samples 0"), std::string::npos);
 }
+
+// A stream without a name (a ReaderSpec built in code) is refused before the data is read: it would match
+// `|` followed by a blank, and the data's errors would hide the cause.
+TEST(CtfErrors, AStreamWithoutANameIsAConfigError) {
+  TempDir dir;
+  const std::string file = dir.write("a.ctf", "0 |a 1\n");
+  try {
+    make_ctf_deserializer(options_for(file, {dense("a", 1), dense("", 1)}));
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("Stream 1 of the CTF deserializer"), std::string::npos) << e.what();
+  }
+}

@@ -613,6 +613,11 @@ class CtfDeserializer final : public Deserializer {
     int defining = 0;
     for (size_t i = 0; i < options_.streams.size(); ++i) {
       CtfStreamOptions& s = options_.streams[i];
+      if (s.name.empty()) {
+        throw ConfigError("Stream " + std::to_string(i) + " of the CTF deserializer for '" + options_.file +
+                              "' has no name.",
+                          "input");
+      }
       if (s.alias.empty()) s.alias = s.name;
       const std::string key = "input." + s.name;
       if (s.dim == 0)
