@@ -201,6 +201,8 @@ def _one_sequence(value, sparse, shape, dim, dtype, where):
         matrix = value.tocsr()
         if matrix.shape[1] != dim:
             raise ValueError("%s: the matrix has %d columns; the stream's dimension is %d" % (where, matrix.shape[1], dim))
+        if np.iscomplexobj(matrix.data):  # casting would drop the imaginary parts
+            raise TypeError("%s: the values must be real numbers, not %s" % (where, matrix.dtype))
         matrix.sum_duplicates()
         indptr = np.asarray(matrix.indptr, dtype=np.int64)
         nnz = np.diff(indptr).astype(np.uint32)
@@ -212,6 +214,8 @@ def _one_sequence(value, sparse, shape, dim, dtype, where):
     array = np.asarray(value)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
         raise TypeError("%s: the values must be numbers, not %s" % (where, array.dtype))
+    if np.iscomplexobj(array):  # casting would drop the imaginary parts
+        raise TypeError("%s: the values must be real numbers, not %s" % (where, array.dtype))
     if array.ndim == len(shape) and tuple(array.shape) == tuple(shape):
         raise ValueError("%s: the array has the shape of one sample %r; give [samples, *shape]" % (where, array.shape))
     if array.ndim == 0 or tuple(array.shape[1:]) != tuple(shape):

@@ -329,6 +329,8 @@ class Broken(Sequences):
             data["x"] = [x[:, :1] for x in data["x"]]
         if self.fault == "dense-sparse":
             data["y"] = [y.toarray() for y in data["y"]]
+        if self.fault == "complex":
+            data["x"] = [x * (1 + 1j) for x in data["x"]]
         if self.fault == "missing":
             del data["y"]
         if self.fault == "not-a-dict":
@@ -364,6 +366,7 @@ def test_a_chunk_that_changed_since_indexing_is_an_error(fault, text):
     ("mismatch", "stream 'y' has 2 sequences, stream 'x' has 3"),
     ("shape", r"the array has shape \(\d+, 1\); the stream's samples have shape \(2,\)"),
     ("dense-sparse", "a sparse stream needs a scipy.sparse.csr_matrix"),
+    ("complex", "the values must be real numbers, not complex"),
     ("missing", "returned no data for stream 'y'"),
     ("not-a-dict", "it must return a dict"),
 ])
