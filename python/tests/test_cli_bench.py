@@ -152,3 +152,13 @@ def test_stream_options_of_the_converters_are_usage_errors(cli, tmp_path, args, 
     result = subprocess.run([cli] + [a.format(path=path, out=tmp_path / "out") for a in args], capture_output=True,
                             text=True)
     assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["frob"], "'frob' is not a command or option of cntkio"),
+    (["--bogus"], "'--bogus' is not a command or option of cntkio"),
+    ([], "A subcommand is required"),
+])
+def test_an_unknown_command_is_named(cli, args, message):
+    result = subprocess.run([cli] + args, capture_output=True, text=True)
+    assert result.returncode == 2 and message in result.stderr, result.stderr

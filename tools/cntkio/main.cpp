@@ -1,5 +1,6 @@
 // The `cntkio` command line: registers the verbs (cmd_*.cpp) and maps errors to exit codes.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -104,6 +105,20 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A word that is no command reads as a missing command to CLI11: name it.
+    for (int i = 1; i < argc; ++i) {
+      const std::string word = argv[i];
+      if (word == "-v" || word == "--verbose") continue;
+      const bool known =
+          std::any_of(commands.begin(), commands.end(),
+                      [&word](const cntkio::cli::Command& c) { return c.app->get_name() == word; });
+      if (!known) {
+        std::cerr << "error: '" << word << "' is not a command or option of cntkio (commands: dump, inspect, "
+                  << "convert, convert-htk, bench; see 'cntkio --help')\n";
+        return kExitUsage;
+      }
+      break;
+    }
     // One line, as every other error (CLI11 prints two, without the prefix).
     std::cerr << "error: " << e.what() << " (see 'cntkio --help')\n";
     return kExitUsage;
