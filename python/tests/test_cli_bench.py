@@ -162,3 +162,10 @@ def test_stream_options_of_the_converters_are_usage_errors(cli, tmp_path, args, 
 def test_an_unknown_command_is_named(cli, args, message):
     result = subprocess.run([cli] + args, capture_output=True, text=True)
     assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["dump", "--help"]])
+def test_help_and_version_that_cannot_be_written_are_an_io_error(cli, args):
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([cli] + args, stdout=full, stderr=subprocess.PIPE, text=True)
+    assert result.returncode == 5 and "cannot write standard output" in result.stderr, result.stderr

@@ -104,7 +104,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version
+      const int code = app.exit(e);
+      std::cout.flush();
+      if (!std::cout) {  // a full disk or a closed pipe: the text did not arrive
+        std::cerr << "error: cannot write standard output: " << std::strerror(errno) << '\n';
+        return kExitIo;
+      }
+      return code;
+    }
     // A word that is no command reads as a missing command to CLI11: name it.
     for (int i = 1; i < argc; ++i) {
       const std::string word = argv[i];
