@@ -59,6 +59,8 @@ def test_bench_reads_a_ctf_file_as_cntk_io_does(cli, tmp_path, randomize):
     (["--ctf", "{path}", "--stream", "features:f:2", "--threads", "-5"], "--threads: '-5' is not a whole number"),
     (["--ctf", "{path}", "--stream", "a:f:2", "--stream", "b:f:2"], "the reader of --ctf and --stream: Two streams"),
     (["--ctf", "{path}", "--stream", "a:f:2", "--chunk-cache", "lots"], "--chunk-cache: 'lots' is not a byte size"),
+    (["--config", "{path}", "--section", "R", "--stream", "a:f:2"], "--stream goes with --ctf"),
+    (["--config", "{path}", "--section", "R", "--file-order"], "--file-order goes with --ctf"),
 ])
 def test_bench_without_a_config_checks_its_arguments(cli, tmp_path, args, message):
     path = write_ctf(tmp_path / "b.ctf", LENGTHS)

@@ -125,6 +125,10 @@ Config bench_reader(const BenchArgs& a) {
   if (a.config_file.empty() || a.section.empty()) {
     throw UsageError("bench needs --config and --section, or --ctf with --stream");
   }
+  if (!a.streams.empty() || a.file_order) {  // the config's reader section says both
+    throw UsageError(std::string(a.streams.empty() ? "--file-order" : "--stream") +
+                     " goes with --ctf; with --config the reader section names the streams and the order");
+  }
   Config root = Config::from_files({a.config_file}, overrides);
   return root.get_block(a.section).get_block(a.reader_section);
 }
