@@ -583,3 +583,25 @@ def test_a_cache_folder_that_cannot_be_written_only_costs_the_cache(data, tmp_pa
             expected = expected or result.stdout
             assert result.stdout == expected
     assert expected.count("\n") > 10 and os.path.getsize(local) > 0
+
+
+def test_an_image_the_server_fails_to_give_is_an_io_error_not_a_missing_image(tmp_path):
+    # a 503 after the retries is the storage's fault (OSError, exit 5), named with its map line; an image
+    # that is not there stays CNTK's "Cannot open file" error
+    from conftest import images_built
+    if not images_built():
+        pytest.skip("built without the image format")
+    data = conformance_dir() / "data"
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "black.jpg").write_bytes((data / "images" / "black.jpg").read_bytes())
+    with servers.FailingServer(served, failures=10 ** 6) as server:
+        mapped = tmp_path / "map.txt"
+        mapped.write_text("%s/black.jpg\t0\n" % server.url)
+        streams = cntkio.StreamDefs(image=cntkio.StreamDef(field="image", transforms=[]),
+                                    label=cntkio.StreamDef(field="label", shape=2))
+        source = cntkio.MinibatchSource(cntkio.ImageDeserializer(str(mapped), streams), randomize=False,
+                                        max_sweeps=1)
+        with pytest.raises(OSError, match=r"HTTP 503.*black\.jpg.*map\.txt', line 1") as caught:
+            source.next_minibatch(1)
+        assert not isinstance(caught.value, cntkio.FormatError)

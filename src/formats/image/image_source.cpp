@@ -8,6 +8,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <optional>
 
+#include "cntkio/env.hpp"
 #include "cntkio/errors.hpp"
 #include "core/input_file.hpp"
 
@@ -160,7 +161,12 @@ cv::Mat ImageSourceSet::decode(size_t index) const {
     std::optional<core::InputFile> file;
     try {
       file.emplace(core::InputFile::open(source.path, "cannot open image file"));
-    } catch (const Error& e) {  // missing, not a regular file: CNTK's invalid sequence
+    } catch (const IoError& e) {
+      // A remote file the network or the server failed to give (not one that is not there): the storage's
+      // fault, as a failed read below, not the data's.
+      if (!Env::url_scheme(source.path).empty() && e.error_number() != ENOENT) throw IoError(e, where);
+      throw FormatError(cannot_open, where, "(" + std::string(e.what()) + ")");
+    } catch (const Error& e) {  // missing, not a regular file: CNTK's error for the image
       throw FormatError(cannot_open, where, "(" + std::string(e.what()) + ")");
     }
     if (file->size() > limits_.max_bytes) {
