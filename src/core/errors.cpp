@@ -38,13 +38,28 @@ std::string Error::printable(const std::string& text) {
   return out;
 }
 
+namespace {
+// A path as messages show it: a URL's password (`https://user:secret@host/...`) is not repeated in logs.
+std::string shown_path(const std::string& path) {
+  const size_t scheme = path.find("://");
+  if (scheme == std::string::npos) return path;
+  const size_t authority = scheme + 3;
+  const size_t end = path.find_first_of("/?#", authority);
+  const size_t at = path.rfind('@', end == std::string::npos ? std::string::npos : end);
+  if (at == std::string::npos || at < authority) return path;
+  const size_t colon = path.find(':', authority);
+  if (colon == std::string::npos || colon > at) return path;
+  return path.substr(0, colon + 1) + "***" + path.substr(at);
+}
+}  // namespace
+
 std::string SourceLocation::describe() const {
   std::string out;
   auto add = [&out](const auto&... parts) {
     if (!out.empty()) out.append(", ");
     append_all(out, parts...);
   };
-  if (!file.empty()) add("file '", file, "'");
+  if (!file.empty()) add("file '", shown_path(file), "'");
   if (line) add("line ", std::to_string(*line));
   if (column) add("column ", std::to_string(*column));
   if (byte_offset) {
@@ -77,7 +92,7 @@ std::string config_message(const std::string& message, const std::string& key_pa
 
 std::string io_message(const std::string& what, const std::string& path, int error_number) {
   std::string out;
-  append_all(out, what, " '", path, "'");
+  append_all(out, what, " '", shown_path(path), "'");
   if (error_number != 0) append_all(out, ": ", std::strerror(error_number));
   return out;
 }

@@ -25,3 +25,19 @@ TEST(ErrorText, ControlBytesFromTheInputAreEscapedSoTheLocationIsNotCutOff) {
   EXPECT_STREQ(ConfigError(std::string("bad \r value", 11), "r.x", "c.cntk", 2, 3).what(),
                "c.cntk:2:3: bad \\x0d value (key 'r.x')");
 }
+
+// A URL's password is not repeated in messages (logs, CI output); the path itself stays as given.
+TEST(ErrorText, AUrlsPasswordIsNotShown) {
+  const IoError io("cannot open", "https://alice:s3cr3t@example.com:8443/d/a.ctf?x=1", EIO);
+  EXPECT_EQ(std::string(io.what()).find("s3cr3t"), std::string::npos) << io.what();
+  EXPECT_NE(std::string(io.what()).find("https://alice:***@example.com:8443/d/a.ctf?x=1"), std::string::npos)
+      << io.what();
+  EXPECT_EQ(io.path(), "https://alice:s3cr3t@example.com:8443/d/a.ctf?x=1");
+  SourceLocation where;
+  where.file = "http://bob:pw@host/x.ctf";
+  EXPECT_EQ(where.describe(), "[file 'http://bob:***@host/x.ctf']");
+  where.file = "http://host/a@b:c";  // an '@' after the host is part of the path
+  EXPECT_EQ(where.describe(), "[file 'http://host/a@b:c']");
+  where.file = "/data/user:name@x.ctf";  // not a URL
+  EXPECT_EQ(where.describe(), "[file '/data/user:name@x.ctf']");
+}
