@@ -45,6 +45,10 @@ struct ReaderState {
   uint64_t worker_rank = 0;  ///< rank that took it
   /// Merged states (merge_reader_states): the position of every worker of that run; empty otherwise.
   std::vector<uint64_t> worker_positions;
+  /// Merged states of a run whose every worker had read: each worker's own state, by rank. A restore by as
+  /// many workers takes its rank's (the exact continuation, truncated-BPTT slots and transform draws
+  /// included); other worker counts continue from the positions (elastic resume).
+  std::vector<ReaderState> worker_states;
 
   /// Truncated BPTT: the sequences pulled into the packer's parallel slots but not yet fully emitted. A
   /// restore (same minibatch size and workers) reads them again from `position` on, so the stream continues
@@ -79,6 +83,10 @@ struct ReaderState {
 /// number of workers can continue the global stream with no sample lost or repeated (elastic resume). A
 /// worker that has not read yet may give its initial state (a v2 reader learns its rank on its first read).
 ReaderState merge_reader_states(const std::vector<ReaderState>& states);
+
+/// The state a worker (`worker_rank` of `num_workers`) restores from `state`: its own state where `state` is
+/// a merged one holding the states of as many workers, else `state` itself.
+const ReaderState& state_for_worker(const ReaderState& state, uint64_t num_workers, uint64_t worker_rank);
 
 /// Where a reader's time went and what its chunk cache holds (MinibatchSource::stats), for `cntkio bench`.
 /// Times are seconds summed since the reader was created; stages that run on several threads at once (chunk

@@ -475,3 +475,37 @@ def test_truncated_bptt_describes_every_stream_as_dense(tmp_path):
     assert not source.streams.labels.is_sparse
     mb = source.next_minibatch(4)
     assert not mb[source.streams.labels].is_sparse
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_merged_checkpoint_of_truncated_bptt_continues_exactly_with_as_many_workers(tmp_path, workers):
+    # the slots' partly emitted sequences are kept in the merged state: the same worker count continues as
+    # from each worker's own state (another count continues from the positions, as documented)
+    path = tmp_path / "b.ctf"
+    path.write_text("".join("%d |x %d %d\n" % (s, s, t) for s in range(12) for t in range(5)))
+    config = tmp_path / "b.cntk"
+    config.write_text('R = [ reader = [ randomize = false ; truncated = true ; truncationLength = 2\n'
+                      '  deserializers = ([ type = "CNTKTextFormatDeserializer" ; file = "%s"\n'
+                      '    input = [ x = [ dim = 2 ; format = "dense" ] ] ]) ] ]\n' % path)
+
+    def rows(mb):
+        return [] if not mb else [tuple(v) for v in mb["x"].asarray().reshape(-1, 2).tolist() if any(v)]
+
+    def read(source, rank, count=None):
+        out = []
+        while count is None or count > 0:
+            mb = source.next_minibatch(4 * workers, num_data_partitions=workers, partition_index=rank)
+            if not mb:
+                break
+            out += rows(mb)
+            count = None if count is None else count - 1
+        return out
+
+    whole = [read(cntkio.MinibatchSource.from_config(str(config), "R", max_sweeps=1), r) for r in range(workers)]
+    sources = [cntkio.MinibatchSource.from_config(str(config), "R", max_sweeps=1) for _ in range(workers)]
+    first = [read(s, r, 2) for r, s in enumerate(sources)]
+    merged = cntkio.merge_checkpoint_states([s.get_checkpoint_state() for s in sources])
+    for r in range(workers):
+        resumed = cntkio.MinibatchSource.from_config(str(config), "R", max_sweeps=1)
+        resumed.restore_from_checkpoint(merged)
+        assert first[r] + read(resumed, r) == whole[r], r

@@ -157,11 +157,13 @@ class ComposedSource final : public MinibatchSource {
     return checkpoint_.reader_state(book_.config());
   }
 
-  void restore(const ReaderState& state) override {
+  void restore(const ReaderState& given) override {
     if (book_.restore_waits()) {
-      checkpoint_.defer(state);  // applied when reading starts (start_epoch or the first v2 read)
+      checkpoint_.defer(given);  // applied when reading starts (start_epoch or the first v2 read)
       return;
     }
+    const ReaderState& state =
+        state_for_worker(given, book_.config().num_workers, book_.config().worker_rank);
     replay_.check_restorable(state);
     read_ahead_.discard();
     // The state positions the engines (or, without recorded draws, puts them back at their seeds).

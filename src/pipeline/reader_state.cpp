@@ -26,6 +26,11 @@ std::string ReaderState::to_json() const {
     j["bpttSlots"] = slots;
   }
   if (transform_draws) j["transformDraws"] = *transform_draws;
+  if (!worker_states.empty()) {
+    j["workerStates"] = nlohmann::json::array();
+    for (const ReaderState& w : worker_states)
+      j["workerStates"].push_back(nlohmann::json::parse(w.to_json()));
+  }
   return j.dump();
 }
 
@@ -48,6 +53,10 @@ ReaderState ReaderState::from_json(const std::string& text) {
   ReaderState s;
   try {
     nlohmann::json j = nlohmann::json::parse(text);
+    if (!j.is_object() || !j.contains(kPositionKey)) {
+      throw UsageError(std::string("Not a cntkio reader state: it has no '") + kPositionKey + "' (" +
+                       (text.size() > 200 ? text.substr(0, 200) + "..." : text) + ")");
+    }
     s.position = count_of(j.at(kPositionKey), kPositionKey);
     s.sequence_counter = count_or(j, "sequenceCounter", 0);
     s.sequence_counter_known = j.contains("sequenceCounter");
@@ -59,6 +68,7 @@ ReaderState ReaderState::from_json(const std::string& text) {
     }
     if (j.contains("bpttSlots")) {
       const nlohmann::json& slots = j["bpttSlots"];
+      if (!slots.is_object()) throw UsageError("Not a cntkio reader state: 'bpttSlots' is " + slots.dump());
       ReaderState::BpttSlots bptt;
       bptt.position = slots.at("replayPosition").get<uint64_t>();
       bptt.sequence_counter = slots.at("replaySequenceCounter").get<uint64_t>();
@@ -85,14 +95,32 @@ ReaderState ReaderState::from_json(const std::string& text) {
       }
       s.transform_draws = std::move(per_transform);
     }
+    if (j.contains("workerStates")) {
+      if (!j["workerStates"].is_array())
+        throw UsageError("Not a cntkio reader state: 'workerStates' is not an array");
+      for (const nlohmann::json& w : j["workerStates"]) s.worker_states.push_back(from_json(w.dump()));
+    }
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(std::string("Not a cntkio reader state: ") + e.what());
   }
-  if (s.num_workers == 0 || s.worker_rank >= s.num_workers ||
+  bool states_fit = s.worker_states.empty() || s.worker_states.size() == s.num_workers;
+  for (size_t r = 0; r < s.worker_states.size() && states_fit; ++r) {
+    const ReaderState& w = s.worker_states[r];
+    states_fit = w.num_workers == s.num_workers && w.worker_rank == r && w.worker_states.empty() &&
+                 w.worker_positions.empty();
+  }
+  if (s.num_workers == 0 || s.worker_rank >= s.num_workers || !states_fit ||
       (!s.worker_positions.empty() && s.worker_positions.size() != s.num_workers)) {
     throw UsageError("Inconsistent reader state: " + text);
   }
   return s;
+}
+
+const ReaderState& state_for_worker(const ReaderState& state, uint64_t num_workers, uint64_t worker_rank) {
+  if (state.worker_states.size() == num_workers && worker_rank < num_workers) {
+    return state.worker_states[worker_rank];
+  }
+  return state;
 }
 
 ReaderState merge_reader_states(const std::vector<ReaderState>& states) {
@@ -132,6 +160,9 @@ ReaderState merge_reader_states(const std::vector<ReaderState>& states) {
     merged.position = earliest->position;
     merged.sequence_counter = earliest->sequence_counter;
     merged.sequence_counter_known = earliest->sequence_counter_known;
+    // Every worker had read: as many workers later continue exactly as from their own states.
+    merged.worker_states.resize(workers);
+    for (const ReaderState* s : ranked) merged.worker_states[s->worker_rank] = *s;
   }
   return merged;
 }
