@@ -32,7 +32,8 @@ worker processes per epoch (the default); in one process the epoch advances by i
 
 ``state_dict()`` / ``load_state_dict()`` checkpoint the position, backed by the reader's checkpoint: with
 ``MinibatchLoader`` (or ``num_workers=0``) the dataset sees the state after every minibatch handed to the
-training loop; a state resumes with the same or a different number of workers or ranks.
+training loop; a state resumes with the same or a different number of workers or ranks (for another
+partitioning, every rank's state: the union of the ranks' ``states``).
 
 Tensors are contiguous and, apart from truncated BPTT and ``sparse="csr"``, written by the C++ module straight
 into one buffer per item, each sequence copied once from where the reader loaded it (the reader's packer
@@ -96,7 +97,9 @@ class MinibatchDataset(IterableDataset):
             objects too) and dicts pickle as they are. A UserMinibatchSource is read through its
             ``next_minibatch(size, number_of_workers, worker_rank)``: each epoch reads on from where it stands,
             up to a minibatch that ends a sweep, or ``epoch_size`` samples.
-        minibatch_size: samples per minibatch (per item).
+        minibatch_size: samples per minibatch: with several partitions (ranks x workers) each reads its share
+            of a global minibatch of minibatch_size x partitions samples, as CNTK's workers do, so an item
+            holds minibatch_size samples on average (up to partitions x minibatch_size).
         epoch_size: samples per epoch; None: one sweep.
         sparse: "indices" (default), "dense" or "csr" (see the module documentation).
         rank, world_size: this process's place among the distributed processes; default: torch.distributed
@@ -160,6 +163,9 @@ class MinibatchDataset(IterableDataset):
     def __getstate__(self):
         # Spawned workers (not forked) cannot take a source or the index memory along: they index themselves.
         state = dict(self.__dict__)
+        if state["_rank"] is None:
+            # Nor can they ask torch.distributed (not initialized in them): the rank is the pickling process's.
+            state["_rank"], state["_world_size"] = _distributed()
         state["_probe"] = state["_probe_pid"] = state["_indexes"] = state["_kept"] = state["_primed"] = None
         if isinstance(state["_source"], _core_spec_type()):
             raise TypeError("a MinibatchDataset over a ReaderSpec cannot be pickled (for spawned DataLoader "
@@ -508,6 +514,13 @@ class MinibatchDataset(IterableDataset):
             mb = source.next_minibatch(self.minibatch_size * partitions, partitions, partition)
             if not mb:
                 break
+            samples = max((d.num_samples for d in mb.values()), default=0)
+            if samples == 0:  # this partition's share of the minibatch is empty: no item (as the reader's path)
+                if not in_worker and not self.emit_state:
+                    self._seen[partition] = json.dumps(source.get_checkpoint_state())
+                if self.epoch_size is None and any(d.end_of_sweep for d in mb.values()):
+                    break
+                continue
             item = self._tensors(mb, _WorkerItem() if in_worker else {})
             if self.as_indices:
                 arrays = {key: tensor.numpy() for key, tensor in item.items()}
@@ -520,7 +533,7 @@ class MinibatchDataset(IterableDataset):
             elif not in_worker:
                 self._seen[partition] = state
             yield item
-            read += max(d.num_samples for d in mb.values())
+            read += samples
             if self.epoch_size is None and any(d.end_of_sweep for d in mb.values()):
                 break
         self._kept = (os.getpid(), source)
@@ -1231,7 +1244,8 @@ class MinibatchLoader(DataLoader):
                     yield dataset.record(minibatch)
             else:
                 yield dataset.record(item)
-        if self.num_workers > 0 and not self.persistent_workers:
-            # The worker processes advanced their copies; advance the training process's copy likewise.
+        if self.num_workers > 0:
+            # The worker processes advanced their copies (persistent ones keep them for the next epoch); advance
+            # the training process's copy likewise, so that a checkpoint taken now names the next epoch.
             dataset.set_epoch(dataset.epoch + 1)
             dataset._resume = None

@@ -207,7 +207,10 @@ def test_minibatch_loader_workers_deliver_what_the_partitions_read_in_process(da
             by_partition[0 if first in want_first[0] else 1].append(item)
         same_items(by_partition[0], expected[epoch][0])
         same_items(by_partition[1], expected[epoch][1])
-        assert dataset.epoch == (epoch if persistent else epoch + 1)  # persistent: the epoch of the items
+        # persistent workers or not, a checkpoint taken after the epoch names the next one (resuming it must
+        # not give an empty epoch)
+        assert dataset.epoch == epoch + 1
+        assert dataset.state_dict()["states"] == {}
 
 
 def test_a_worker_sends_minibatches_in_groups(data):

@@ -105,3 +105,31 @@ def test_not_one_hot_in_a_user_source_names_the_position():
 
     with pytest.raises(ValueError, match="#1 of the minibatch"):
         items(cntkio.torch.MinibatchDataset(make, 4, as_indices={"y": -1}))
+
+
+def long_sequences():
+    seqs = [np.full((7, 2), k, dtype=np.float32) for k in range(4)]
+    return cntkio.MinibatchSourceFromData(dict(s=(seqs, cntkio.typing.Sequence[cntkio.typing.tensor])),
+                                          max_samples=cntkio.FULL_DATA_SWEEP)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_worker_whose_share_of_a_user_source_minibatch_is_empty_hands_out_nothing(workers):
+    # sequences longer than the minibatch: many global minibatches hold nothing for a given worker, which
+    # must not reach the training loop as an item of 0 sequences (a NaN loss)
+    got = items(cntkio.torch.MinibatchDataset(long_sequences, 3), workers=workers)[0]
+    assert got and all(item["s"].shape[0] > 0 for item in got)
+    assert sorted(int(item["s"][0, 0, 0]) for item in got) == [0, 1, 2, 3]
+
+
+def test_spawned_workers_take_the_rank_of_the_process_that_made_them(monkeypatch):
+    # a spawned DataLoader worker has no torch.distributed of its own: the dataset carries the rank along
+    import pickle
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    dataset = cntkio.torch.MinibatchDataset(from_data, 4, share_index=False)
+    pickled = pickle.dumps(dataset)
+    monkeypatch.delenv("RANK")
+    monkeypatch.delenv("WORLD_SIZE")
+    assert pickle.loads(pickled)._places()[:2] == (1, 2)
+    assert dataset._places()[:2] == (0, 1)  # the dataset itself still asks each time
