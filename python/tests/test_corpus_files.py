@@ -200,3 +200,25 @@ L = [ reader = [ randomize = false ; deserializers = ( [ type = "CNTKTextFormatD
 ''' % listed)
     with pytest.raises(cntkio.FormatError, match=r"holds a NUL byte.*shards\.txt', line 2, column 6"):
         cntkio.MinibatchSource.from_config(str(config), "L", max_sweeps=1)
+
+
+def test_a_corpus_with_more_files_than_may_be_open_says_so(tmp_path, cli):
+    import resource
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    for k in range(120):
+        (folder / ("s%03d.ctf" % k)).write_text("%d |f %d 0\n" % (k, k))
+    config = tmp_path / "c.cntk"
+    config.write_text('R = [ reader = [ randomize = false ; deserializers = ( [ type = "CNTKTextFormatDeserializer"\n'
+                      '  file = "%s/s*.ctf" ; input = [ f = [ dim = 2 ; format = dense ] ] ] ) ] ]\n' % folder)
+
+    def few_files():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    result = subprocess.run([cli, "dump", "--config", str(config), "--section", "R", "--mb-size", "10"],
+                            capture_output=True, text=True, preexec_fn=few_files)
+    assert result.returncode == 5, result.stderr
+    assert "ulimit -n" in result.stderr and "of the corpus's 120" in result.stderr, result.stderr
+    result = subprocess.run([cli, "dump", "--config", str(config), "--section", "R", "--mb-size", "10"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.count("\n") > 10, result.stderr

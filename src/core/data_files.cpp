@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -332,7 +333,20 @@ std::vector<std::shared_ptr<Deserializer>> open_data_files(
   const size_t helpers = std::min(files.size(), kMostOpenThreads) - 1;
   // A pool of its own: a file's open may spread its indexing over the pool it runs on (ThreadPool::current).
   ThreadPool pool(helpers);
-  run_parts(&pool, helpers, files.size(), [&](size_t k) { parts[k] = open(files[k]); });
+  run_parts(&pool, helpers, files.size(), [&](size_t k) {
+    try {
+      parts[k] = open(files[k]);
+    } catch (const IoError& e) {
+      if (e.error_number() != EMFILE && e.error_number() != ENFILE) throw;
+      // The reader keeps every file of the corpus open: say so, and what to do.
+      throw IoError("cannot open input file " + std::to_string(k + 1) + " of the corpus's " +
+                        std::to_string(files.size()) +
+                        " (the reader keeps each file of a corpus open: raise the limit of open files, "
+                        "`ulimit -n`, above " +
+                        std::to_string(files.size() + 64) + ", or join the shards into fewer files)",
+                    files[k], e.error_number());
+    }
+  });
   return parts;
 }
 
