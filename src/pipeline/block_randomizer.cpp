@@ -43,6 +43,7 @@ void BlockRandomizer::set_configuration(const EpochConfiguration& config) {
 void BlockRandomizer::prepare_sweep(size_t position) {
   const size_t sweep = position / sweep_samples_;
   if (has_sweep_ && sweep == sweep_) return;
+  evicted_valid_ = false;
   has_sweep_ = true;
   sweep_ = sweep;
   chunk_randomizer_.randomize(seed_offset_ + sweep);
@@ -61,6 +62,7 @@ void BlockRandomizer::set_current_sample_position(size_t position) {
   position_ = sweep_ * sweep_samples_ + offset;
   if (worker_rank_ >= num_chunks_) position_ = epoch_start_ + epoch_size_;  // this worker never gets data
   load_alone_next_ = true;
+  evicted_valid_ = false;
   evict();
 }
 
@@ -270,12 +272,18 @@ void BlockRandomizer::evict() {
   if (sequence_randomizer_.at_sweep_end()) {
     // The next sweep's first evict() keeps what its window needs of these and drops the rest.
     if (!chunks_outlive_sweep()) loader_.clear();
+    evicted_valid_ = false;
     return;
   }
   const auto& chunks = chunk_randomizer_.chunks();
   const RandomizedChunk& current = chunks[sequence_randomizer_.cursor_position()];
   const size_t keep_begin = current.window_begin;
   const size_t keep_end = std::max(sequence_randomizer_.loaded_end(), current.window_end);
+  const std::array<size_t, 6> window{sweep_,   keep_begin,   current.window_end,
+                                     keep_end, num_workers_, worker_rank_};
+  if (evicted_valid_ && window == evicted_for_) return;  // kept and prefetched for this window already
+  evicted_for_ = window;
+  evicted_valid_ = true;
   // Two references: the std::function holds them without allocating (this runs for every minibatch).
   const std::pair<size_t, size_t> keep{keep_begin, keep_end};
   loader_.retain_if([this, &keep](uint32_t chunk_id) {

@@ -10,6 +10,7 @@
 // Thread-safety: none; one thread drives an instance (the packer's).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -105,6 +106,11 @@ class BlockRandomizer : public SequenceEnumerator {
   size_t position_ = 0;
   bool has_sweep_ = false;
   size_t sweep_ = 0;
+  // What evict() last kept and prefetched for (sweep, window begin and end, kept end, workers, rank): the
+  // same window again needs no walk over every loaded chunk, which per minibatch made reading with many small
+  // chunks quadratic (277k one-sequence chunks: 148 s). Invalid after anything that moves or empties it.
+  std::array<size_t, 6> evicted_for_{};
+  bool evicted_valid_ = false;
 
   std::vector<size_t> position_of_chunk_;                   // original chunk index -> position in this sweep
   std::unordered_map<uint32_t, size_t> chunk_index_of_id_;  // deserializer chunk id -> original chunk index

@@ -15,13 +15,14 @@ ChunkLoader::~ChunkLoader() = default;
 
 void ChunkLoader::prefetch(uint32_t chunk_id) {
   if (!pool_ || pool_->size() == 0 || chunks_.count(chunk_id) != 0) return;
-  if (std::find(wanted_.begin(), wanted_.end(), chunk_id) == wanted_.end()) wanted_.push_back(chunk_id);
+  if (wanted_ids_.insert(chunk_id).second) wanted_.push_back(chunk_id);
 }
 
 void ChunkLoader::flush() {
   if (wanted_.empty()) return;
   std::vector<uint32_t> wanted;
   wanted.swap(wanted_);
+  wanted_ids_.clear();
   for (uint32_t chunk_id : wanted) {
     if (chunks_.count(chunk_id) == 0) start_load(chunk_id);
   }
@@ -79,14 +80,18 @@ ChunkPtr ChunkLoader::get(uint32_t chunk_id) {
 }
 
 bool ChunkLoader::loading(uint32_t chunk_id) const {
-  if (std::find(wanted_.begin(), wanted_.end(), chunk_id) != wanted_.end()) return true;
+  if (wanted_ids_.count(chunk_id) != 0) return true;
   const auto it = chunks_.find(chunk_id);
   return it != chunks_.end() && it->second.dropped &&
          it->second.chunk.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
 }
 
 void ChunkLoader::retain_if(const std::function<bool(uint32_t)>& keep) {
-  std::erase_if(wanted_, [&](uint32_t chunk_id) { return !keep(chunk_id); });
+  std::erase_if(wanted_, [&](uint32_t chunk_id) {
+    if (keep(chunk_id)) return false;
+    wanted_ids_.erase(chunk_id);
+    return true;
+  });
   for (auto it = chunks_.begin(); it != chunks_.end();) {
     if (keep(it->first)) {
       ++it;

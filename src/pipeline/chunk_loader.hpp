@@ -13,6 +13,7 @@
 #include <future>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cntkio/deserializer.hpp"
@@ -63,7 +64,8 @@ class ChunkLoader {
   std::shared_ptr<core::ThreadPool> pool_;
   std::shared_ptr<StageTimes> times_;
   std::unordered_map<uint32_t, Entry> chunks_;
-  std::vector<uint32_t> wanted_;  // prefetch()ed, not started yet
+  std::vector<uint32_t> wanted_;             // prefetch()ed, not started yet, in the order asked for
+  std::unordered_set<uint32_t> wanted_ids_;  // the same ids, looked up (a window of many chunks)
   std::shared_ptr<std::atomic<uint64_t>> cancelled_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<std::atomic<int64_t>> in_flight_ = std::make_shared<std::atomic<int64_t>>(0);  // loads
 };
