@@ -38,8 +38,8 @@ struct CtfOptions {
   std::string file;  ///< data file path [file]
   /// Further data files of the corpus, read after `file` as one deserializer ([file] as an array
   /// `(a.ctf:b.ctf)`); `file` and each of them may be a glob pattern (`shards/*.ctf`). Chunks never span
-  /// files; each file has its own index cache. make_ctf_deserializer reads `file` only: a reader built from
-  /// a spec (MinibatchSource::create) joins the files.
+  /// files; each file has its own index cache. make_ctf_deserializer reads one file (`file`, not a pattern)
+  /// and refuses these: a reader built from a spec (MinibatchSource::create) joins the files.
   std::vector<std::string> more_files;
   std::string file_list;                  ///< a file listing further data files, one per line [fileList]
   std::vector<CtfStreamOptions> streams;  ///< in stream-id order [input]

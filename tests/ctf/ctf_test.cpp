@@ -981,3 +981,15 @@ TEST(CtfErrors, AStreamWithoutANameIsAConfigError) {
     EXPECT_NE(std::string(e.what()).find("Stream 1 of the CTF deserializer"), std::string::npos) << e.what();
   }
 }
+
+// make_ctf_deserializer reads one file: the fields of a corpus would be ignored without a word.
+TEST(CtfErrors, TheFactoryRefusesTheFieldsOfACorpus) {
+  TempDir dir;
+  const std::string file = dir.write("a.ctf", "0 |a 1\n");
+  CtfOptions more = options_for(file, {dense("a", 1)});
+  more.more_files = {file};
+  EXPECT_THROW(make_ctf_deserializer(more), UsageError);
+  CtfOptions listed = options_for(file, {dense("a", 1)});
+  listed.file_list = dir.write("list.txt", file + "\n");
+  EXPECT_THROW(make_ctf_deserializer(listed), UsageError);
+}

@@ -279,6 +279,13 @@ CbfOptions cbf_options_from_config(const Config& section) {
 }
 
 std::shared_ptr<Deserializer> make_cbf_deserializer(const CbfOptions& options) {
+  // One file: a corpus (more_files, file_list) is joined by a reader built from a spec
+  // (MinibatchSource::create).
+  if (!options.more_files.empty() || !options.file_list.empty()) {
+    throw UsageError(
+        "make_cbf_deserializer reads one file; more_files and file_list make a corpus, which a reader "
+        "built from a ReaderSpec (MinibatchSource::create) reads.");
+  }
   return std::make_shared<CbfDeserializer>(options);
 }
 

@@ -692,6 +692,13 @@ std::string ctf_cache_file_name(const CtfOptions& options) {
 }
 
 std::shared_ptr<Deserializer> make_ctf_deserializer(const CtfOptions& options) {
+  // One file: a corpus (more_files, file_list) is joined by a reader built from a spec
+  // (MinibatchSource::create).
+  if (!options.more_files.empty() || !options.file_list.empty()) {
+    throw UsageError(
+        "make_ctf_deserializer reads one file; more_files and file_list make a corpus, which a reader "
+        "built from a ReaderSpec (MinibatchSource::create) reads.");
+  }
   return std::make_shared<CtfDeserializer>(options);
 }
 
