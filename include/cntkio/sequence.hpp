@@ -65,6 +65,8 @@ class Chunk {
  public:
   virtual ~Chunk() = default;
   /// Appends one SequenceData per stream (in stream-id order) of sequence `index_in_chunk` to `out`.
+  /// `index_in_chunk` must be one that sequence_infos_for_chunk listed for this chunk: the built-in chunks do
+  /// not check it (this is the innermost loop of reading).
   virtual void get_sequence(uint32_t index_in_chunk, std::vector<SequenceData>& out) const = 0;
   /// A hint that get_sequence(index_in_chunk) follows soon: a chunk may ask the cache for what it will read,
   /// so that the misses of many sequences overlap. It must not change anything; the default does nothing.
