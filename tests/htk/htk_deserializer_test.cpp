@@ -208,7 +208,8 @@ TEST(HtkFeatures, DimensionErrorsHaveCntksTexts) {
     make_htk_feature_deserializer(explicit_window);
     ADD_FAILURE() << "no error";
   } catch (const FormatError& e) {
-    EXPECT_NE(std::string(e.what()).find("dim must be the per-frame dimension"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dim must be the per-frame dimension"), std::string::npos)
+        << e.what();
     EXPECT_EQ(e.location().stream, "features");
     EXPECT_FALSE(e.location().file.empty());
   }
