@@ -6,7 +6,7 @@
 namespace cntkio::pipeline {
 
 CachingDeserializer::CachingDeserializer(std::shared_ptr<Deserializer> inner, uint64_t budget_bytes)
-    : inner_(std::move(inner)), budget_(budget_bytes) {
+    : ForwardingDeserializer(std::move(inner)), budget_(budget_bytes) {
   seen_ = inner_->input_files();
   enabled_ = budget_ > 0 && !seen_.empty();
 }

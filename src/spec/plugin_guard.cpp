@@ -8,6 +8,7 @@
 
 #include "cntkio/deserializer.hpp"
 #include "cntkio/transform.hpp"
+#include "core/forwarding_deserializer.hpp"
 
 namespace cntkio::spec_detail {
 namespace {
@@ -129,10 +130,10 @@ class GuardedChunk final : public Chunk {
   std::shared_ptr<const ChunkFacts> facts_;
 };
 
-class GuardedDeserializer final : public Deserializer {
+class GuardedDeserializer final : public core::ForwardingDeserializer {
  public:
   GuardedDeserializer(std::shared_ptr<Deserializer> inner, std::string who)
-      : inner_(std::move(inner)), who_(std::move(who)) {
+      : ForwardingDeserializer(std::move(inner)), who_(std::move(who)) {
     const std::vector<StreamInfo>& streams = inner_->streams();
     for (size_t s = 0; s < streams.size(); ++s) {
       if (streams[s].id != s) {
@@ -141,15 +142,6 @@ class GuardedDeserializer final : public Deserializer {
                          "; stream ids must be 0, 1, ... in the order of streams().");
       }
     }
-  }
-
-  const std::vector<StreamInfo>& streams() const override { return inner_->streams(); }
-  std::vector<ChunkInfo> chunk_infos() const override { return inner_->chunk_infos(); }
-  void sequence_infos_for_chunk(uint32_t chunk_id, std::vector<SequenceInfo>& out) const override {
-    inner_->sequence_infos_for_chunk(chunk_id, out);
-  }
-  std::optional<SequenceInfo> sequence_info_by_key(const SequenceKey& key) const override {
-    return inner_->sequence_info_by_key(key);
   }
 
   ChunkPtr load_chunk(uint32_t chunk_id) override {
@@ -164,18 +156,6 @@ class GuardedDeserializer final : public Deserializer {
                                     [&] { return inner_->load_sequences(chunk_id, indices_in_chunk); });
     return chunk ? guard(std::move(chunk), chunk_id) : nullptr;
   }
-
-  bool loads_sequences_alone() const override { return inner_->loads_sequences_alone(); }
-  std::string key_to_string(const SequenceKey& key) const override { return inner_->key_to_string(key); }
-  SourceLocation sequence_location(const SequenceKey& key) const override {
-    return inner_->sequence_location(key);
-  }
-  std::vector<std::string> describe() const override { return inner_->describe(); }
-  void add_skips(SkipReport& report) const override { inner_->add_skips(report); }
-  bool labels_primary_samples() const override { return inner_->labels_primary_samples(); }
-  void check_inputs_intact() const override { inner_->check_inputs_intact(); }
-  std::shared_ptr<const void> shared_index() const override { return inner_->shared_index(); }
-  std::vector<InputFileVersion> input_files() const override { return inner_->input_files(); }
 
  private:
   ChunkPtr guard(ChunkPtr chunk, uint32_t chunk_id) const {
@@ -192,7 +172,6 @@ class GuardedDeserializer final : public Deserializer {
     return std::make_shared<GuardedChunk>(std::move(chunk), std::move(facts));
   }
 
-  std::shared_ptr<Deserializer> inner_;
   std::string who_;
 };
 

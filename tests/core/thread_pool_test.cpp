@@ -2,19 +2,16 @@
 #include "core/thread_pool.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cntkio/errors.hpp"
+#include "core/little_memory.hpp"
 
 using cntkio::core::run_parts;
 using cntkio::core::ThreadPool;
@@ -90,26 +87,15 @@ TEST(ThreadPool, ThreadsTheSystemRefusesAreAnErrorNotAnAbort) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "an address-space limit does not suit the sanitizers' shadow memory";
 #else
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    long pages = 0;
-    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
-      std::fclose(f);
-    }
-    const rlim_t now = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE));
-    const rlimit limit{now + (64u << 20), now + (64u << 20)};
-    ::setrlimit(RLIMIT_AS, &limit);
-    try {
-      ThreadPool pool(256);  // 256 stacks of 8 MiB
-      ::_exit(2);            // the limit did not bite
-    } catch (const cntkio::Error& e) {
-      ::_exit(std::string(e.what()).find("Could not start loader thread") == 0 ? 0 : 3);
-    }
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(cntkio::test::within_little_memory(
+      [] {
+        try {
+          ThreadPool pool(256);  // 256 stacks of 8 MiB
+          return false;          // the limit did not bite
+        } catch (const cntkio::Error& e) {
+          return std::string(e.what()).find("Could not start loader thread") == 0;
+        }
+      },
+      rlim_t{64} << 20));
 #endif
 }

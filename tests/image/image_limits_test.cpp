@@ -17,6 +17,7 @@
 #include "cntkio/config.hpp"
 #include "cntkio/errors.hpp"
 #include "cntkio/minibatch_source.hpp"
+#include "core/little_memory.hpp"
 #include "formats/image/image_header.hpp"
 #include "formats/image/image_source.hpp"
 
@@ -144,32 +145,6 @@ std::vector<unsigned char> jpeg_bomb() {
   return bytes;
 }
 
-// Runs `fn` in a child process whose address space may grow by at most 256 MiB: true when it returned true
-// (and did not die or run out of memory).
-bool within_little_memory(const std::function<bool()>& fn) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    long pages = 0;
-    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
-      std::fclose(f);
-    }
-    const rlim_t now = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE));
-    const rlimit limit{now + (256u << 20), now + (256u << 20)};
-    ::setrlimit(RLIMIT_AS, &limit);
-    bool ok = false;
-    try {
-      ok = fn();
-    } catch (...) {
-      ok = false;
-    }
-    ::_exit(ok ? 0 : 1);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 TEST(ImageLimits, AJpegDeclaring65500SquaredPixelsIsRefusedBeforeAnyLargeAllocation) {
   const std::vector<unsigned char> bomb = jpeg_bomb();
   ASSERT_LT(bomb.size(), 1000u);
@@ -178,7 +153,7 @@ TEST(ImageLimits, AJpegDeclaring65500SquaredPixelsIsRefusedBeforeAnyLargeAllocat
   const fs::path file = dir / "bomb.jpg";
   std::ofstream(file, std::ios::binary)
       .write(reinterpret_cast<const char*>(bomb.data()), static_cast<std::streamsize>(bomb.size()));
-  EXPECT_TRUE(within_little_memory([&] {
+  EXPECT_TRUE(test::within_little_memory([&] {
     ImageSourceSet set("map.txt", false);
     ImageSource source;
     source.path = source.path_as_written = file.string();
@@ -194,7 +169,7 @@ TEST(ImageLimits, AJpegDeclaring65500SquaredPixelsIsRefusedBeforeAnyLargeAllocat
     return false;
   }));
   // In memory (zip, base64) too.
-  EXPECT_TRUE(within_little_memory([&] {
+  EXPECT_TRUE(test::within_little_memory([&] {
     try {
       decode_bytes(bomb.data(), bomb.size(), false);
     } catch (const FormatError& e) {
