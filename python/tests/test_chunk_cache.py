@@ -272,7 +272,7 @@ def test_dump_with_the_chunk_cache_writes_the_same_epochs(cli, tmp_path, data):
     assert dump("--chunk-cache", "4MiB") == plain
     bad = subprocess.run([cli, "dump", "--config", config, "--section", "r", "--mb-size", "64", "--chunk-cache",
                           "4 MiB"], capture_output=True, text=True)
-    assert bad.returncode != 0 and "chunkCacheBytes" in bad.stderr, bad.stderr
+    assert bad.returncode == 2 and "--chunk-cache: '4 MiB' is not a byte size" in bad.stderr, bad.stderr
 
 
 def test_a_corpus_of_several_files_is_cached(tmp_path):
